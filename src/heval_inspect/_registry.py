@@ -1,0 +1,25 @@
+"""Inspect's entry point: importing this registers the package's tasks, solvers and scorers."""
+
+from .scorer import unit_tests
+from .solvers import infill_chat, reference, replay
+from .tasks import (
+    humaneval,
+    humaneval_infilling,
+    humaneval_multi_line_infilling,
+    humaneval_random_span_infilling,
+    humaneval_random_span_infilling_light,
+    humaneval_single_line_infilling,
+)
+
+__all__ = [
+    "humaneval",
+    "humaneval_infilling",
+    "humaneval_multi_line_infilling",
+    "humaneval_random_span_infilling",
+    "humaneval_random_span_infilling_light",
+    "humaneval_single_line_infilling",
+    "infill_chat",
+    "reference",
+    "replay",
+    "unit_tests",
+]

@@ -1,0 +1,190 @@
+"""The official HumanEval and HumanEval-Infilling problem files: where to find them, how to check them.
+
+Sources, in order: a local folder (the `data_dir` task argument, else the `HEVAL_DATA_DIR`
+environment variable), else the user's cache, filled by a download of the files as published at a
+pinned upstream commit. Every official file is checked against its SHA-256 and record count before
+use, so a run never scores against a truncated or altered benchmark.
+"""
+
+import gzip
+import hashlib
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from platformdirs import user_cache_dir
+
+# Upstream commits the checksums below were taken from (openai/human-eval-infilling and
+# openai/human-eval on GitHub).
+INFILLING_COMMIT = "88062ff9859c875d04db115b698ed4b0f0395170"
+HUMANEVAL_COMMIT = "6d43fb980f9fee3c892a914eda09951f772ad10d"
+RAW_GITHUB = "https://raw.githubusercontent.com"
+
+# A mirror with the same layout as ../shared/data (human-eval-infilling/, human-eval/) can stand
+# in for GitHub, for sites that reach the internet only through their own file server.
+DATA_URL_ENV = "HEVAL_DATA_URL"
+DATA_DIR_ENV = "HEVAL_DATA_DIR"
+
+REQUIRED_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
+
+
+class DataError(RuntimeError):
+    """A problem file is missing, altered or malformed; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class OfficialFile:
+    folder: str  # the upstream repository's name, also the folder in a local copy
+    filename: str
+    sha256: str
+    records: int
+    commit: str
+
+    @property
+    def url(self) -> str:
+        mirror = os.environ.get(DATA_URL_ENV)
+        if mirror:
+            return f"{mirror.rstrip('/')}/{self.folder}/{self.filename}"
+        return f"{RAW_GITHUB}/openai/{self.folder}/{self.commit}/data/{self.filename}"
+
+
+def _infilling(filename: str, sha256: str, records: int) -> OfficialFile:
+    return OfficialFile("human-eval-infilling", filename, sha256, records, INFILLING_COMMIT)
+
+
+HUMANEVAL = OfficialFile(
+    "human-eval",
+    "HumanEval.jsonl.gz",
+    "b796127e635a67f93fb35c04f4cb03cf06f38c8072ee7cee8833d7bee06979ef",
+    164,
+    HUMANEVAL_COMMIT,
+)
+
+# The four infilling subsets, keyed by the name users pass as `subsets`.
+SUBSETS: dict[str, OfficialFile] = {
+    "single_line": _infilling(
+        "HumanEval-SingleLineInfilling.jsonl.gz",
+        "1277073e7ddce163ef68598c2bca777f688a53df99422f097e37362090f88e1f",
+        1033,
+    ),
+    "multi_line": _infilling(
+        "HumanEval-MultiLineInfilling.jsonl.gz",
+        "2f341612eee1d35da1357a4f365e0c0b3ba6e2b62eb491e88aaefa4855af0349",
+        5815,
+    ),
+    "random_span": _infilling(
+        "HumanEval-RandomSpanInfilling.jsonl.gz",
+        "b4f330d8a8ff97bf85d9def497dffcae4d741e506449386a877236e422e33e8d",
+        1640,
+    ),
+    "random_span_light": _infilling(
+        "HumanEval-RandomSpanInfillingLight.jsonl.gz",
+        "1432250ecac0cb56e6f97f8faf0970419ef892a98fda7e1f5aa4c4b87209b760",
+        164,
+    ),
+}
+
+
+def cache_dir() -> Path:
+    return Path(user_cache_dir("heval_inspect")) / "data"
+
+
+def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> list[dict]:
+    """The records of an official file, from a local folder or the download cache, verified."""
+    local = data_dir or os.environ.get(DATA_DIR_ENV)
+    if local:
+        path = _find_local(file, Path(local).expanduser())
+        how_to_fix = (
+            f"replace it with the official file ({file.url}), or drop the data_dir argument and "
+            f"{DATA_DIR_ENV} to let heval_inspect download it"
+        )
+    else:
+        path = cache_dir() / file.folder / file.filename
+        if not path.exists() or _sha256(path) != file.sha256:
+            _download(file, path)
+        how_to_fix = f"delete {path} to download it again"
+    if (digest := _sha256(path)) != file.sha256:
+        raise DataError(
+            f"{path} has SHA-256 {digest}, not the published {file.sha256}: the file is altered "
+            f"or truncated; {how_to_fix}."
+        )
+    records = read_problems(path)
+    if len(records) != file.records:
+        raise DataError(
+            f"{path} holds {len(records)} problems, not {file.records}; {how_to_fix}."
+        )
+    return records
+
+
+def read_problems(path: str | Path) -> list[dict]:
+    """Problems in the reference harness's format (JSON lines, gzipped or not), checked for shape.
+
+    Used for the official files and for any other problem file, such as the reference's
+    `example_problem.jsonl` or a team's private set.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"Problem file {path} does not exist.")
+    opener = gzip.open if path.suffix == ".gz" else open
+    records = []
+    try:
+        with opener(path, "rt", encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                record = json.loads(line)
+                missing = [field for field in REQUIRED_FIELDS if field not in record]
+                if missing:
+                    raise DataError(
+                        f"{path}, line {number}: missing field(s) {', '.join(missing)}; each line "
+                        f"needs {', '.join(REQUIRED_FIELDS)} (and `suffix` for infilling)."
+                    )
+                records.append(record)
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataError(f"{path} is not a readable problem file (JSON lines): {error}") from error
+    if not records:
+        raise DataError(f"{path} holds no problems.")
+    return records
+
+
+def _find_local(file: OfficialFile, folder: Path) -> Path:
+    # Accept both the layout of ../shared/data (one folder per upstream repository) and a flat
+    # folder holding the files themselves.
+    for candidate in (folder / file.folder / file.filename, folder / file.filename):
+        if candidate.is_file():
+            return candidate
+    raise DataError(
+        f"{file.filename} is not in {folder} (looked in {folder / file.folder} and {folder}). "
+        f"Put the official file there (from {file.url}), or drop the data_dir argument and "
+        f"{DATA_DIR_ENV} to let heval_inspect download it."
+    )
+
+
+def _download(file: OfficialFile, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(path.suffix + ".part")
+    try:
+        with urllib.request.urlopen(file.url, timeout=60) as response:
+            partial.write_bytes(response.read())
+    except (urllib.error.URLError, OSError) as error:
+        partial.unlink(missing_ok=True)
+        raise DataError(
+            f"Could not download {file.filename} from {file.url}: {error}. Without internet "
+            f"access, put the official files in a folder and pass it as -T data_dir=FOLDER or "
+            f"set {DATA_DIR_ENV}=FOLDER."
+        ) from error
+    if (digest := _sha256(partial)) != file.sha256:
+        partial.unlink()
+        raise DataError(
+            f"The download of {file.filename} from {file.url} has SHA-256 {digest}, not the "
+            f"published {file.sha256}; nothing was cached. Retry, or use a local copy "
+            f"(-T data_dir=FOLDER)."
+        )
+    partial.replace(path)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

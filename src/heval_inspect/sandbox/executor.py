@@ -1,0 +1,180 @@
+"""Runs one untrusted program inside the sandbox container and prints a JSON verdict.
+
+This file is sent into the container as the source of `python3 -I -c` (the image needs nothing of
+ours baked in). It reads a request from stdin:
+
+    {"program": str, "cpu_seconds": float, "wall_seconds": float,
+     "memory_bytes": int, "file_bytes": int}
+
+and prints one JSON line: {"status": "passed" | "failed" | "timed out", "reason": str,
+"returncode": int, "cpu_seconds": float, "wall_seconds": float, "stdout_bytes": int,
+"stderr_tail": str}.
+
+Why a parent and a child: the program runs in a child process of its own session, so this parent
+(which the program cannot reach) decides the verdict, enforces the limits, and kills whatever the
+program left behind. The program passes only if the child's harness reports, on a private pipe and
+with a per-run nonce, that `exec` of the whole program (tests included) returned normally: an early
+`exit(0)`, `os._exit(0)`, `raise SystemExit` or printing a success marker is a fail, as in the
+reference harness, whose `exec` treats any BaseException as a failure.
+"""
+
+import json
+import os
+import resource
+import secrets
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+# The child: reads the nonce and the program from stdin, detaches stdin (so `input()` fails as in
+# the reference harness), then executes the program with fresh globals, exactly as the reference's
+# `exec(check_program, {})`. Only a normal return writes the nonce to the private pipe.
+CHILD = r"""
+import os, sys
+def _harness():
+    token_fd = int(sys.argv[1])
+    nonce = sys.stdin.readline().strip()
+    source = sys.stdin.read()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        exec(compile(source, "<program>", "exec"), {})
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        code = 1
+    else:
+        os.write(token_fd, nonce.encode())
+        code = 0
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    os._exit(code)
+_harness()
+"""
+
+STDERR_TAIL_BYTES = 4096
+POLL_SECONDS = 0.02
+
+
+def _limit_child(cpu_seconds: float, memory_bytes: int, file_bytes: int) -> None:
+    cpu = max(1, int(cpu_seconds + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(request: dict) -> dict:
+    nonce = secrets.token_hex(16)
+    scratch = tempfile.mkdtemp(prefix="program-")
+    token_read, token_write = os.pipe()
+    started = time.monotonic()
+    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-c", CHILD, str(token_write)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=(token_write,),
+        cwd=scratch,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "LANG": "C.UTF-8",
+             "OMP_NUM_THREADS": "1"},
+        start_new_session=True,
+        preexec_fn=lambda: _limit_child(
+            request["cpu_seconds"], request["memory_bytes"], request["file_bytes"]
+        ),
+    )
+    os.close(token_write)
+
+    # Feed stdin from a thread: a program larger than the pipe buffer must not block the reads.
+    def feed() -> None:
+        try:
+            child.stdin.write((nonce + "\n" + request["program"]).encode())
+            child.stdin.close()
+        except OSError:
+            pass
+
+    threading.Thread(target=feed, daemon=True).start()
+
+    token = b""
+    stdout_bytes = 0
+    stderr_tail = b""
+    streams = {child.stdout.fileno(): "stdout", child.stderr.fileno(): "stderr", token_read: "token"}
+    deadline = started + request["wall_seconds"]
+    timed_out_wall = False
+    while streams:
+        if child.poll() is not None:
+            # The program is over: anything it left running in its session goes now, so the
+            # pipes reach EOF even if a leftover grandchild holds them.
+            _kill_group(child.pid)
+        elif time.monotonic() > deadline:
+            timed_out_wall = True
+            _kill_group(child.pid)
+        ready, _, _ = select.select(list(streams), [], [], POLL_SECONDS)
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                del streams[fd]
+            elif streams[fd] == "stdout":
+                stdout_bytes += len(chunk)
+            elif streams[fd] == "stderr":
+                stderr_tail = (stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
+            elif len(token) < 64:
+                token += chunk
+    os.close(token_read)
+    returncode = child.wait()
+    _kill_group(child.pid)
+    wall = time.monotonic() - started
+    usage_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (usage_after.ru_utime + usage_after.ru_stime) - (
+        usage_before.ru_utime + usage_before.ru_stime
+    )
+    shutil.rmtree(scratch, ignore_errors=True)
+
+    stderr_text = stderr_tail.decode("utf-8", errors="replace")
+    if token == nonce.encode() and returncode == 0:
+        status, reason = "passed", ""
+    elif timed_out_wall:
+        status, reason = "timed out", f"wall-clock limit of {request['wall_seconds']:g}s"
+    elif returncode in (-signal.SIGXCPU, -signal.SIGKILL) and cpu >= int(request["cpu_seconds"]):
+        status, reason = "timed out", f"CPU-time limit of {request['cpu_seconds']:g}s"
+    else:
+        status, reason = "failed", _failure_reason(returncode, stderr_text)
+    return {
+        "status": status,
+        "reason": reason,
+        "returncode": returncode,
+        "cpu_seconds": round(cpu, 4),
+        "wall_seconds": round(wall, 4),
+        "stdout_bytes": stdout_bytes,
+        "stderr_tail": stderr_text,
+    }
+
+
+def _failure_reason(returncode: int, stderr_text: str) -> str:
+    lines = [line for line in stderr_text.splitlines() if line.strip()]
+    if returncode < 0:
+        return f"killed by signal {signal.Signals(-returncode).name}"
+    if returncode == 0:
+        return "exited before the tests completed"
+    return lines[-1] if lines else f"exit code {returncode}"
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(json.loads(sys.stdin.read()))), flush=True)

