@@ -31,13 +31,18 @@ def verdicts(log):
     }
 
 
-def test_reference_example_passes_exactly_the_three_the_reference_passes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sandbox", ["pool", "docker"])
+def test_reference_example_passes_exactly_the_three_the_reference_passes(
+    sandbox, tmp_path, monkeypatch
+):
     # The example's first completion runs `rm -rf tmp`: give it a `tmp` to find, on the host.
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tmp").mkdir()
     (tmp_path / "tmp" / "keep").write_text("host file")
     log = run(
-        humaneval_infilling(problem_file=str(INFILLING_DATA / "example_problem.jsonl")),
+        humaneval_infilling(
+            problem_file=str(INFILLING_DATA / "example_problem.jsonl"), sandbox=sandbox
+        ),
         tmp_path,
         solver=replay(str(INFILLING_DATA / "example_samples.jsonl")),
         epochs=10,
@@ -120,11 +125,10 @@ ISOLATION_PROBES = {
 }
 
 
-def test_sandbox_isolation_probes(tmp_path, monkeypatch):
-    monkeypatch.setenv("HEVAL_HOST_CANARY", "host secret")
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret")
-    problems = tmp_path / "probes.jsonl"
-    problems.write_text(
+def probe_file(tmp_path, probes: dict[str, str]):
+    """A problem file whose tests are the probes: each passes only if its assertion holds."""
+    path = tmp_path / "probes.jsonl"
+    path.write_text(
         "".join(
             json.dumps(
                 {
@@ -137,8 +141,64 @@ def test_sandbox_isolation_probes(tmp_path, monkeypatch):
                 }
             )
             + "\n"
-            for name, body in ISOLATION_PROBES.items()
+            for name, body in probes.items()
         )
     )
-    log = run(humaneval_infilling(problem_file=str(problems)), tmp_path, solver=reference())
+    return str(path)
+
+
+@pytest.mark.parametrize("sandbox", ["pool", "docker"])
+def test_sandbox_isolation_probes(sandbox, tmp_path, monkeypatch):
+    monkeypatch.setenv("HEVAL_HOST_CANARY", "host secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-host-secret")
+    task = humaneval_infilling(problem_file=probe_file(tmp_path, ISOLATION_PROBES), sandbox=sandbox)
+    log = run(task, tmp_path, solver=reference())
     assert verdicts(log) == {(f"probe/{name}", 1): "passed" for name in ISOLATION_PROBES}
+
+
+# Each leaves a process (in a session of its own) and files behind, after checking that no other
+# program's leftovers are there. Through one pooled container, all pass only if the executor
+# cleans up after every program.
+LEAVE_AND_CHECK = """
+import os, subprocess
+mine = os.getcwd()
+strays = [pid for pid in os.listdir('/proc') if pid.isdigit()
+          and b'sleep\\x00600' in open(f'/proc/{pid}/cmdline', 'rb').read()]
+assert not strays, strays
+assert not [e for e in os.listdir('/tmp') if os.path.join('/tmp', e) != mine], os.listdir('/tmp')
+assert not os.listdir('/dev/shm'), os.listdir('/dev/shm')
+subprocess.Popen(['setsid', 'sleep', '600'])
+open('/tmp/left-behind', 'w').write('x')
+open('/dev/shm/left-behind', 'w').write('x')
+"""
+
+
+def test_pool_leaves_nothing_between_programs(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
+    probes = {f"leftovers {n}": LEAVE_AND_CHECK for n in range(4)}
+    log = run(humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path,
+              solver=reference())
+    assert set(verdicts(log).values()) == {"passed"}
+
+
+def test_pool_survives_a_program_that_kills_its_executor(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
+    probes = {
+        "kills executor": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)",
+        # The container's main command is its second-oldest process; without it the container stops.
+        "kills container": (
+            "import os, signal\n"
+            "pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+            "os.kill(pids[1], signal.SIGKILL)"
+        ),
+        "fine 1": "pass",
+        "fine 2": "pass",
+    }
+    log = run(humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path,
+              solver=reference())
+    assert verdicts(log) == {
+        ("probe/kills executor", 1): "failed: the program killed the sandbox's executor",
+        ("probe/kills container", 1): "failed: the program killed the sandbox's executor",
+        ("probe/fine 1", 1): "passed",
+        ("probe/fine 2", 1): "passed",
+    }

@@ -1,5 +1,6 @@
 """Inspect's entry point: importing this registers the package's tasks, solvers and scorers."""
 
+from .sandbox.pool import PoolSandboxEnvironment  # noqa: F401  (registers the heval_pool sandbox)
 from .scorer import unit_tests
 from .solvers import infill_chat, reference, replay
 from .tasks import (

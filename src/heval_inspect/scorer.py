@@ -14,7 +14,8 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 
 from .extract import middle_from_chat
-from .sandbox import DEFAULT_TIMEOUT, execute
+from .sandbox import DEFAULT_TIMEOUT
+from .sandbox.execution import execute
 from .solvers import MIDDLE
 
 

@@ -21,7 +21,10 @@ from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
 from .scorer import unit_tests
 from .solvers import infill_chat
 
-SandboxName = Literal["docker"]
+# "pool": a few long-lived hardened containers (fast; see sandbox/pool.py); "docker": Inspect's
+# own sandbox, one compose project per sample. Both use the same compose file.
+SandboxName = Literal["pool", "docker"]
+SANDBOX_TYPES = {"pool": "heval_pool", "docker": "docker"}
 
 
 def record_to_sample(record: dict, subset: str) -> Sample:
@@ -61,9 +64,9 @@ def parse_subsets(subsets: str | list[str]) -> list[str]:
 
 
 def _sandbox(sandbox: SandboxName) -> tuple[str, str]:
-    if sandbox != "docker":
-        raise ValueError(f"Unknown sandbox {sandbox!r}: the only choice is 'docker'.")
-    return ("docker", str(COMPOSE_FILE))
+    if sandbox not in SANDBOX_TYPES:
+        raise ValueError(f"Unknown sandbox {sandbox!r}: choose from {', '.join(SANDBOX_TYPES)}.")
+    return (SANDBOX_TYPES[sandbox], str(COMPOSE_FILE))
 
 
 def _task(
@@ -88,7 +91,7 @@ def humaneval_infilling(
     problem_file: str | None = None,
     solver: Solver | None = None,
     scorer: Scorer | None = None,
-    sandbox: SandboxName = "docker",
+    sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Task:
     """HumanEval-Infilling: every sample asks for the code of one gap.
@@ -101,7 +104,7 @@ def humaneval_infilling(
             task_id, prompt, suffix, canonical_solution, test, entry_point); `subsets` is ignored.
         solver: Defaults to asking a chat model (infill_chat).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
-        sandbox: "docker" (the hardened compose file shipped with this package).
+        sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: CPU seconds each program may use (the reference harness's 3 s).
     """
     if problem_file:
@@ -146,7 +149,7 @@ def humaneval(
     problem_file: str | None = None,
     solver: Solver | None = None,
     scorer: Scorer | None = None,
-    sandbox: SandboxName = "docker",
+    sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Task:
     """HumanEval: complete each function from its signature and docstring (164 problems).
@@ -156,7 +159,7 @@ def humaneval(
         problem_file: Score any problem file in the reference's format instead.
         solver: Defaults to asking a chat model (infill_chat).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
-        sandbox: "docker" (the hardened compose file shipped with this package).
+        sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: CPU seconds each program may use (the reference harness's 3 s).
     """
     if problem_file:

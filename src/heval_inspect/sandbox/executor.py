@@ -1,14 +1,19 @@
-"""Runs one untrusted program inside the sandbox container and prints a JSON verdict.
+"""Runs untrusted programs inside the sandbox container and reports a JSON verdict for each.
 
 This file is sent into the container as the source of `python3 -I -c` (the image needs nothing of
-ours baked in). It reads a request from stdin:
+ours baked in). A request is one JSON object:
 
     {"program": str, "cpu_seconds": float, "wall_seconds": float,
      "memory_bytes": int, "file_bytes": int}
 
-and prints one JSON line: {"status": "passed" | "failed" | "timed out", "reason": str,
+and its answer one JSON line: {"status": "passed" | "failed" | "timed out", "reason": str,
 "returncode": int, "cpu_seconds": float, "wall_seconds": float, "stdout_bytes": int,
 "stderr_tail": str}.
+
+Run with no argument, it answers the one request on stdin (one `docker exec` per program). Run as
+`serve`, it answers one request per line of stdin until EOF, so a long-lived container runs many
+programs through one process. Either way, after each program it kills every process the program
+left in the container and empties the writable scratch areas, so nothing survives into the next.
 
 Why a parent and a child: the program runs in a child process of its own session, so this parent
 (which the program cannot reach) decides the verdict, enforces the limits, and kills whatever the
@@ -73,6 +78,10 @@ def _limit_child(cpu_seconds: float, memory_bytes: int, file_bytes: int) -> None
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+# Writable places a program can leave files in (the root file system is read-only).
+SCRATCH_AREAS = ("/tmp", "/dev/shm")
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -80,7 +89,69 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def run(request: dict) -> dict:
+def _container_keepers() -> set[int]:
+    """Processes never killed: the container's init and main command (its two oldest processes)
+    and this executor's ancestors (such as a `timeout` wrapper of the exec)."""
+    pids = sorted(int(entry) for entry in os.listdir("/proc") if entry.isdigit())
+    keepers = set(pids[:2])
+    pid = os.getppid()
+    while pid > 0:
+        keepers.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                pid = int(stat.read().rsplit(b")", 1)[1].split()[1])
+        except OSError:
+            break
+    return keepers - {os.getpid()}
+
+
+def _kill_strays(keepers: set[int]) -> None:
+    """Kill every process but the keepers and this one, until none is left.
+
+    Repeated because a process may fork while the others are being killed; the container's pids
+    limit bounds how many there can be, and each pass leaves fewer that can still fork.
+    """
+    me = os.getpid()
+    for _ in range(100):
+        strays = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in keepers or int(entry) == me:
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    state = stat.read().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != b"Z":  # a zombie is already dead; init reaps it
+                strays.append(int(entry))
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.002)
+
+
+def _empty_scratch_areas() -> None:
+    for area in SCRATCH_AREAS:
+        try:
+            entries = os.listdir(area)
+        except OSError:
+            continue
+        for entry in entries:
+            path = os.path.join(area, entry)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
+
+def run(request: dict, keepers: set[int]) -> dict:
     nonce = secrets.token_hex(16)
     scratch = tempfile.mkdtemp(prefix="program-")
     token_read, token_write = os.pipe()
@@ -118,14 +189,15 @@ def run(request: dict) -> dict:
     streams = {child.stdout.fileno(): "stdout", child.stderr.fileno(): "stderr", token_read: "token"}
     deadline = started + request["wall_seconds"]
     timed_out_wall = False
+    ended = False
     while streams:
-        if child.poll() is not None:
-            # The program is over: anything it left running in its session goes now, so the
-            # pipes reach EOF even if a leftover grandchild holds them.
+        if not ended and (child.poll() is not None or time.monotonic() > deadline):
+            # The program is over, or out of time: it and everything it started (even in a
+            # session of its own, holding the pipes open) goes now, so the pipes reach EOF.
+            timed_out_wall = child.poll() is None
+            ended = True
             _kill_group(child.pid)
-        elif time.monotonic() > deadline:
-            timed_out_wall = True
-            _kill_group(child.pid)
+            _kill_strays(keepers)
         ready, _, _ = select.select(list(streams), [], [], POLL_SECONDS)
         for fd in ready:
             chunk = os.read(fd, 65536)
@@ -139,13 +211,12 @@ def run(request: dict) -> dict:
                 token += chunk
     os.close(token_read)
     returncode = child.wait()
-    _kill_group(child.pid)
     wall = time.monotonic() - started
     usage_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (usage_after.ru_utime + usage_after.ru_stime) - (
         usage_before.ru_utime + usage_before.ru_stime
     )
-    shutil.rmtree(scratch, ignore_errors=True)
+    _empty_scratch_areas()
 
     stderr_text = stderr_tail.decode("utf-8", errors="replace")
     if token == nonce.encode() and returncode == 0:
@@ -176,5 +247,17 @@ def _failure_reason(returncode: int, stderr_text: str) -> str:
     return lines[-1] if lines else f"exit code {returncode}"
 
 
+def main() -> None:
+    # It kills every other process it may signal: outside a container that would be the user's.
+    if not os.path.exists("/.dockerenv"):
+        sys.exit("executor.py runs only inside the sandbox container.")
+    keepers = _container_keepers()
+    if sys.argv[1:] == ["serve"]:
+        for line in sys.stdin:
+            print(json.dumps(run(json.loads(line), keepers)), flush=True)
+    else:
+        print(json.dumps(run(json.loads(sys.stdin.read()), keepers)), flush=True)
+
+
 if __name__ == "__main__":
-    print(json.dumps(run(json.loads(sys.stdin.read()))), flush=True)
+    main()

@@ -1,0 +1,65 @@
+"""Running one program in the current sample's sandbox and reading the executor's verdict."""
+
+import json
+from dataclasses import dataclass
+
+from inspect_ai.util import sandbox
+
+from . import (
+    DEFAULT_TIMEOUT,
+    EXECUTOR_GRACE_SECONDS,
+    EXECUTOR_SOURCE,
+    FILE_BYTES,
+    MEMORY_BYTES,
+    WALL_CLOCK_FACTOR,
+    SandboxFailure,
+)
+from .pool import PoolSandboxEnvironment
+
+
+@dataclass(frozen=True)
+class Execution:
+    status: str  # "passed", "failed" or "timed out"
+    reason: str
+    returncode: int
+    cpu_seconds: float
+    wall_seconds: float
+    stdout_bytes: int
+    stderr_tail: str
+
+    @property
+    def verdict(self) -> str:
+        """The reference harness's result string: "passed", "failed: ..." or "timed out"."""
+        return "failed: " + self.reason if self.status == "failed" else self.status
+
+
+async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
+    """Run one program in the current sample's sandbox and return the executor's verdict."""
+    wall_seconds = timeout * WALL_CLOCK_FACTOR
+    request = {
+        "program": program,
+        "cpu_seconds": timeout,
+        "wall_seconds": wall_seconds,
+        "memory_bytes": MEMORY_BYTES,
+        "file_bytes": FILE_BYTES,
+    }
+    environment = sandbox()
+    try:
+        pool = environment.as_type(PoolSandboxEnvironment)
+    except TypeError:
+        pool = None
+    if pool is not None:
+        verdict = await pool.run_program(request, wall_seconds + EXECUTOR_GRACE_SECONDS)
+        return Execution(**verdict)
+    result = await environment.exec(
+        ["python3", "-I", "-c", EXECUTOR_SOURCE],
+        input=json.dumps(request),
+        timeout=int(wall_seconds + EXECUTOR_GRACE_SECONDS),
+    )
+    try:
+        return Execution(**json.loads(result.stdout))
+    except (json.JSONDecodeError, TypeError) as error:
+        raise SandboxFailure(
+            f"The sandbox's executor did not report a verdict (exit code {result.returncode}). "
+            f"stdout: {result.stdout[-1000:]!r} stderr: {result.stderr[-2000:]!r}"
+        ) from error
