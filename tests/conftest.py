@@ -15,9 +15,10 @@ def pytest_collection_modifyitems(config, items):
     # instead of letting them skip.
     if not any(item.get_closest_marker("docker") for item in items):
         return
-    if shutil.which("docker") is None or subprocess.run(
-        ["docker", "info"], capture_output=True
-    ).returncode != 0:
+    if (
+        shutil.which("docker") is None
+        or subprocess.run(["docker", "info"], capture_output=True, check=False).returncode != 0
+    ):
         raise pytest.UsageError(
             "Tests marked 'docker' need a running Docker engine (start it, e.g. "
             "`../shared/tools/docker-engine.sh up`), or deselect them with -m 'not docker'."

@@ -26,9 +26,7 @@ def run(task, tmp_path, **kwargs):
 
 def verdicts(log):
     """(sample id, epoch) -> the reference harness's result string."""
-    return {
-        (s.id, s.epoch): s.scores["unit_tests"].metadata["verdict"] for s in log.samples
-    }
+    return {(s.id, s.epoch): s.scores["unit_tests"].metadata["verdict"] for s in log.samples}
 
 
 @pytest.mark.parametrize("sandbox", ["pool", "docker"])
@@ -82,7 +80,9 @@ def test_wrong_answer_fails_with_its_reason_and_program_in_the_explanation(tmp_p
     assert score.value == {"passed": "I", "exact_match": "I"}
     assert score.metadata["verdict"] == "failed: AssertionError"
     assert "**Verdict:** failed: AssertionError" in score.explanation
-    assert "    return 42\n" in score.explanation and "check(has_close_elements)" in score.explanation
+    assert (
+        "    return 42\n" in score.explanation and "check(has_close_elements)" in score.explanation
+    )
 
 
 # Each probe passes only if the sandbox holds: its test asserts the property inside the container.
@@ -176,8 +176,9 @@ open('/dev/shm/left-behind', 'w').write('x')
 def test_pool_leaves_nothing_between_programs(tmp_path, monkeypatch):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     probes = {f"leftovers {n}": LEAVE_AND_CHECK for n in range(4)}
-    log = run(humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path,
-              solver=reference())
+    log = run(
+        humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path, solver=reference()
+    )
     assert set(verdicts(log).values()) == {"passed"}
 
 
@@ -194,8 +195,9 @@ def test_pool_survives_a_program_that_kills_its_executor(tmp_path, monkeypatch):
         "fine 1": "pass",
         "fine 2": "pass",
     }
-    log = run(humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path,
-              solver=reference())
+    log = run(
+        humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path, solver=reference()
+    )
     assert verdicts(log) == {
         ("probe/kills executor", 1): "failed: the program killed the sandbox's executor",
         ("probe/kills container", 1): "failed: the program killed the sandbox's executor",

@@ -3,10 +3,9 @@
 import pytest
 from inspect_ai._util.registry import registry_lookup
 
+import heval_inspect  # noqa: F401  (registers the package's tasks, solvers and scorers)
 from heval_inspect.scorer import assemble_program
 from heval_inspect.tasks import humaneval, humaneval_infilling
-
-import heval_inspect  # noqa: F401  (registers the package's tasks, solvers and scorers)
 
 TASKS = {
     "humaneval": 164,

@@ -113,9 +113,7 @@ def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> lis
         )
     records = read_problems(path)
     if len(records) != file.records:
-        raise DataError(
-            f"{path} holds {len(records)} problems, not {file.records}; {how_to_fix}."
-        )
+        raise DataError(f"{path} holds {len(records)} problems, not {file.records}; {how_to_fix}.")
     return records
 
 

@@ -119,28 +119,36 @@ def humaneval_infilling(
     return _task(samples, solver, scorer, sandbox, timeout)
 
 
-@task
-def humaneval_single_line_infilling(**kwargs) -> Task:
-    """HumanEval-Infilling, single-line subset (1,033 tasks)."""
-    return humaneval_infilling(subsets="single_line", **kwargs)
+def _subset_task(name: str, subset: str, size: str):
+    """One infilling subset as a task of its own: `humaneval_infilling` with `subsets` fixed."""
+
+    @task(name=name)
+    def subset_task(
+        data_dir: str | None = None,
+        problem_file: str | None = None,
+        solver: Solver | None = None,
+        scorer: Scorer | None = None,
+        sandbox: SandboxName = "pool",
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> Task:
+        return humaneval_infilling(subset, data_dir, problem_file, solver, scorer, sandbox, timeout)
+
+    subset_task.__doc__ = f"HumanEval-Infilling, {subset.replace('_', '-')} subset ({size} tasks)."
+    return subset_task
 
 
-@task
-def humaneval_multi_line_infilling(**kwargs) -> Task:
-    """HumanEval-Infilling, multi-line subset (5,815 tasks)."""
-    return humaneval_infilling(subsets="multi_line", **kwargs)
-
-
-@task
-def humaneval_random_span_infilling(**kwargs) -> Task:
-    """HumanEval-Infilling, random-span subset (1,640 tasks)."""
-    return humaneval_infilling(subsets="random_span", **kwargs)
-
-
-@task
-def humaneval_random_span_infilling_light(**kwargs) -> Task:
-    """HumanEval-Infilling, random-span light subset (164 tasks)."""
-    return humaneval_infilling(subsets="random_span_light", **kwargs)
+humaneval_single_line_infilling = _subset_task(
+    "humaneval_single_line_infilling", "single_line", "1,033"
+)
+humaneval_multi_line_infilling = _subset_task(
+    "humaneval_multi_line_infilling", "multi_line", "5,815"
+)
+humaneval_random_span_infilling = _subset_task(
+    "humaneval_random_span_infilling", "random_span", "1,640"
+)
+humaneval_random_span_infilling_light = _subset_task(
+    "humaneval_random_span_infilling_light", "random_span_light", "164"
+)
 
 
 @task

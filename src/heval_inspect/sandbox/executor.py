@@ -24,6 +24,7 @@ reference harness, whose `exec` treats any BaseException as a failure.
 """
 
 import json
+import math
 import os
 import resource
 import secrets
@@ -36,13 +37,18 @@ import tempfile
 import threading
 import time
 
-# The child: reads the nonce and the program from stdin, detaches stdin (so `input()` fails as in
-# the reference harness), then executes the program with fresh globals, exactly as the reference's
-# `exec(check_program, {})`. Only a normal return writes the nonce to the private pipe.
+# The child: sets its limits, reads the nonce and the program from stdin, detaches stdin (so
+# `input()` fails as in the reference harness), then executes the program with fresh globals,
+# exactly as the reference's `exec(check_program, {})`. Only a normal return writes the nonce to
+# the private pipe.
 CHILD = r"""
-import os, sys
+import os, resource, sys
 def _harness():
-    token_fd = int(sys.argv[1])
+    token_fd, cpu_seconds, memory_bytes, file_bytes = (int(arg) for arg in sys.argv[1:5])
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     nonce = sys.stdin.readline().strip()
     source = sys.stdin.read()
     null = os.open(os.devnull, os.O_RDONLY)
@@ -68,14 +74,6 @@ _harness()
 
 STDERR_TAIL_BYTES = 4096
 POLL_SECONDS = 0.02
-
-
-def _limit_child(cpu_seconds: float, memory_bytes: int, file_bytes: int) -> None:
-    cpu = max(1, int(cpu_seconds + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 # Writable places a program can leave files in (the root file system is read-only).
@@ -158,18 +156,29 @@ def run(request: dict, keepers: set[int]) -> dict:
     started = time.monotonic()
     usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     child = subprocess.Popen(
-        [sys.executable, "-I", "-c", CHILD, str(token_write)],
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            CHILD,
+            str(token_write),
+            # RLIMIT_CPU counts whole seconds.
+            str(max(1, math.ceil(request["cpu_seconds"]))),
+            str(request["memory_bytes"]),
+            str(request["file_bytes"]),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         pass_fds=(token_write,),
         cwd=scratch,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "LANG": "C.UTF-8",
-             "OMP_NUM_THREADS": "1"},
+        env={
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": scratch,
+            "LANG": "C.UTF-8",
+            "OMP_NUM_THREADS": "1",
+        },
         start_new_session=True,
-        preexec_fn=lambda: _limit_child(
-            request["cpu_seconds"], request["memory_bytes"], request["file_bytes"]
-        ),
     )
     os.close(token_write)
 
@@ -186,7 +195,11 @@ def run(request: dict, keepers: set[int]) -> dict:
     token = b""
     stdout_bytes = 0
     stderr_tail = b""
-    streams = {child.stdout.fileno(): "stdout", child.stderr.fileno(): "stderr", token_read: "token"}
+    streams = {
+        child.stdout.fileno(): "stdout",
+        child.stderr.fileno(): "stderr",
+        token_read: "token",
+    }
     deadline = started + request["wall_seconds"]
     timed_out_wall = False
     ended = False

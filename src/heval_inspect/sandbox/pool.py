@@ -16,7 +16,7 @@ import asyncio
 import json
 import os
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from inspect_ai.util import (
     ExecResult,
@@ -54,7 +54,15 @@ class Executor:
 
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            "docker", "exec", "-i", self.container, "python3", "-I", "-c", self.source, "serve",
+            "docker",
+            "exec",
+            "-i",
+            self.container,
+            "python3",
+            "-I",
+            "-c",
+            self.source,
+            "serve",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -152,8 +160,15 @@ class Pool:
 
 def killed_executor_verdict() -> dict:
     reason = "the program killed the sandbox's executor"
-    return {"status": "failed", "reason": reason, "returncode": -9, "cpu_seconds": 0.0,
-            "wall_seconds": 0.0, "stdout_bytes": 0, "stderr_tail": ""}
+    return {
+        "status": "failed",
+        "reason": reason,
+        "returncode": -9,
+        "cpu_seconds": 0.0,
+        "wall_seconds": 0.0,
+        "stdout_bytes": 0,
+        "stderr_tail": "",
+    }
 
 
 def pool_size() -> int:
@@ -169,8 +184,7 @@ def pool_size() -> int:
 class PoolSandboxEnvironment(SandboxEnvironment):
     # One pool per compose file: Inspect starts each sandbox configuration once per run (task_init)
     # and shuts it down at the end (task_cleanup), whatever the number of tasks using it.
-    pools: dict[str, Pool] = {}
-    executor_source: str = ""
+    pools: ClassVar[dict[str, Pool]] = {}
 
     def __init__(self, pool: Pool) -> None:
         super().__init__()
@@ -216,7 +230,7 @@ class PoolSandboxEnvironment(SandboxEnvironment):
 
     @classmethod
     async def cli_cleanup(cls, id: str | None) -> None:
-        code, projects, _ = await _docker("compose", "ls", "-a", "-q")
+        _, projects, _ = await _docker("compose", "ls", "-a", "-q")
         for project in projects.split():
             if project.startswith(PROJECT_PREFIX) and (id is None or project == id):
                 await _docker("compose", "-p", project, "down", "--timeout", "1")
