@@ -68,7 +68,7 @@ def test_reference_example_passes_exactly_the_three_the_reference_passes(
 def test_canonical_solutions_pass(task, tmp_path):
     log = run(f"heval_inspect/{task}", tmp_path, solver=reference(), limit=4)
     assert set(verdicts(log).values()) == {"passed"}
-    assert log.results.scores[0].metrics["accuracy"].value == 1.0
+    assert log.results.scores[0].metrics["pass@1"].value == 1.0
 
 
 def test_wrong_answer_fails_with_its_reason_and_program_in_the_explanation(tmp_path):
@@ -77,7 +77,7 @@ def test_wrong_answer_fails_with_its_reason_and_program_in_the_explanation(tmp_p
     log = run(humaneval(), tmp_path, solver=replay(str(samples)), sample_id="HumanEval/0")
     [sample] = log.samples
     score = sample.scores["unit_tests"]
-    assert score.value == {"passed": "I", "exact_match": "I"}
+    assert score.value == {"passed": 0.0, "exact_match": 0.0, "exact_match_stripped": 0.0}
     assert score.metadata["verdict"] == "failed: AssertionError"
     assert "**Verdict:** failed: AssertionError" in score.explanation
     assert (

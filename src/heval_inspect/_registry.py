@@ -1,5 +1,6 @@
 """Inspect's entry point: importing this registers the package's tasks, solvers and scorers."""
 
+from .metrics import KTooLargeWarning, humaneval_metrics
 from .sandbox.pool import PoolSandboxEnvironment  # noqa: F401  (registers the heval_pool sandbox)
 from .scorer import unit_tests
 from .solvers import infill_chat, reference, replay
@@ -13,8 +14,10 @@ from .tasks import (
 )
 
 __all__ = [
+    "KTooLargeWarning",
     "humaneval",
     "humaneval_infilling",
+    "humaneval_metrics",
     "humaneval_multi_line_infilling",
     "humaneval_random_span_infilling",
     "humaneval_random_span_infilling_light",

@@ -1,19 +1,10 @@
 """Scoring: assemble the program exactly as the reference harness does, run it, judge it."""
 
-from inspect_ai.scorer import (
-    CORRECT,
-    INCORRECT,
-    Score,
-    Scorer,
-    Target,
-    accuracy,
-    grouped,
-    scorer,
-    stderr,
-)
+from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from .extract import middle_from_chat
+from .metrics import humaneval_metrics
 from .sandbox import DEFAULT_TIMEOUT
 from .sandbox.execution import execute
 from .solvers import MIDDLE
@@ -28,12 +19,7 @@ def assemble_program(prompt: str, middle: str, suffix: str, test: str, entry_poi
     return prompt + middle + suffix + "\n" + test + "\n" + f"check({entry_point})"
 
 
-@scorer(
-    metrics={
-        "passed": [accuracy(), stderr(), grouped(accuracy(), "subset", all=False)],
-        "exact_match": [accuracy(), grouped(accuracy(), "subset", all=False)],
-    }
-)
+@scorer(metrics=[humaneval_metrics()])
 def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
     """Run HumanEval's unit tests on prompt + middle + suffix in the sandbox.
 
@@ -52,12 +38,11 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
             meta["prompt"], middle, meta["suffix"], meta["test"], meta["entry_point"]
         )
         execution = await execute(program, timeout)
-        passed = execution.status == "passed"
-        exact = middle == target.text
         return Score(
             value={
-                "passed": CORRECT if passed else INCORRECT,
-                "exact_match": CORRECT if exact else INCORRECT,
+                "passed": float(execution.status == "passed"),
+                "exact_match": float(middle == target.text),
+                "exact_match_stripped": float(middle.strip() == target.text.strip()),
             },
             answer=middle,
             explanation=_explain(execution, program),

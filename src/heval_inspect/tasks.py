@@ -16,6 +16,7 @@ from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Solver
 
 from .data import HUMANEVAL, SUBSETS, load_official, read_problems
+from .metrics import humaneval_metrics, parse_ks
 from .prompts import chat_prompt
 from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
 from .scorer import unit_tests
@@ -71,6 +72,7 @@ def _sandbox(sandbox: SandboxName) -> tuple[str, str]:
 
 def _task(
     samples: list[Sample],
+    k: int | str | list[int],
     solver: Solver | None,
     scorer: Scorer | None,
     sandbox: SandboxName,
@@ -78,8 +80,12 @@ def _task(
 ) -> Task:
     return Task(
         dataset=MemoryDataset(samples),
+        # pass@k needs k samples per task: by default, as many epochs as the largest k.
+        epochs=max(parse_ks(k)),
         solver=solver or infill_chat(),
         scorer=scorer or unit_tests(timeout=timeout),
+        # The pass@k asked for; a scorer of the user's own keeps its own metrics.
+        metrics=None if scorer else [humaneval_metrics(k)],
         sandbox=_sandbox(sandbox),
     )
 
@@ -89,6 +95,7 @@ def humaneval_infilling(
     subsets: str | list[str] = "all",
     data_dir: str | None = None,
     problem_file: str | None = None,
+    k: int | str | list[int] = 1,
     solver: Solver | None = None,
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
@@ -102,6 +109,7 @@ def humaneval_infilling(
         data_dir: A local folder with the official files (default: $HEVAL_DATA_DIR, else download).
         problem_file: Score any problem file in the reference's format instead (JSON lines with
             task_id, prompt, suffix, canonical_solution, test, entry_point); `subsets` is ignored.
+        k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
         solver: Defaults to asking a chat model (infill_chat).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
@@ -116,7 +124,7 @@ def humaneval_infilling(
             for record in load_official(SUBSETS[name], data_dir)
         ]
     samples = [record_to_sample(record, subset) for record, subset in records]
-    return _task(samples, solver, scorer, sandbox, timeout)
+    return _task(samples, k, solver, scorer, sandbox, timeout)
 
 
 def _subset_task(name: str, subset: str, size: str):
@@ -126,12 +134,22 @@ def _subset_task(name: str, subset: str, size: str):
     def subset_task(
         data_dir: str | None = None,
         problem_file: str | None = None,
+        k: int | str | list[int] = 1,
         solver: Solver | None = None,
         scorer: Scorer | None = None,
         sandbox: SandboxName = "pool",
         timeout: float = DEFAULT_TIMEOUT,
     ) -> Task:
-        return humaneval_infilling(subset, data_dir, problem_file, solver, scorer, sandbox, timeout)
+        return humaneval_infilling(
+            subsets=subset,
+            data_dir=data_dir,
+            problem_file=problem_file,
+            k=k,
+            solver=solver,
+            scorer=scorer,
+            sandbox=sandbox,
+            timeout=timeout,
+        )
 
     subset_task.__doc__ = f"HumanEval-Infilling, {subset.replace('_', '-')} subset ({size} tasks)."
     return subset_task
@@ -155,6 +173,7 @@ humaneval_random_span_infilling_light = _subset_task(
 def humaneval(
     data_dir: str | None = None,
     problem_file: str | None = None,
+    k: int | str | list[int] = 1,
     solver: Solver | None = None,
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
@@ -165,6 +184,7 @@ def humaneval(
     Args:
         data_dir: A local folder with HumanEval.jsonl.gz (default: $HEVAL_DATA_DIR, else download).
         problem_file: Score any problem file in the reference's format instead.
+        k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
         solver: Defaults to asking a chat model (infill_chat).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
@@ -175,4 +195,4 @@ def humaneval(
     else:
         records = load_official(HUMANEVAL, data_dir)
     samples = [record_to_sample(record, "humaneval") for record in records]
-    return _task(samples, solver, scorer, sandbox, timeout)
+    return _task(samples, k, solver, scorer, sandbox, timeout)

@@ -1,0 +1,188 @@
+"""What a run reports: unbiased pass@k, exact match, per subset and blended, with clustered errors.
+
+The metric reads every epoch's score of every task (Inspect's "unreduced" scores): a task with n
+epochs of which c passed contributes the unbiased pass@k estimate 1 - C(n-c, k) / C(n, k) (Chen et
+al., 2021), and the mean over its epochs of each exact-match score. Figures are means of those
+per-task values:
+
+- a run of one set (HumanEval, one infilling subset, a problem file): `pass@k`, `exact_match`,
+  `exact_match_stripped`, `samples`, each mean with its standard error (`..._stderr`);
+- a run of several infilling subsets: each subset on its own (`single_line/pass@1`, ...) and three
+  blends, named for what they are: `mean_of_subsets/` (unweighted mean of the subset figures, what
+  lm-evaluation-harness reports), `sample_weighted/` (mean over all tasks) and `problem_macro/`
+  (mean over HumanEval problems of the mean of each problem's tasks).
+
+Tasks cut from the same HumanEval problem are not independent, so every standard error is
+clustered by problem: for a figure T = sum_i w_i x_i (weights summing to 1) over G problems,
+SE(T) = sqrt(G / (G - 1) * sum_g (sum_{i in g} w_i (x_i - T))^2). With one task per problem this is
+the usual standard error of a mean.
+"""
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+from inspect_ai.hooks import Hooks, TaskStart, hooks
+from inspect_ai.scorer import Metric, SampleScore, Value, metric
+
+logger = logging.getLogger(__name__)
+
+PASSED = "passed"
+# Score keys averaged over epochs as they are (pass@k is derived from PASSED).
+MEAN_FIGURES = ("exact_match", "exact_match_stripped")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct: 1 - C(n-c, k) / C(n, k).
+
+    In the numerically stable product form of the Codex paper (Figure 3):
+    1 - prod_{i=n-c+1}^{n} (1 - k / i).
+    """
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n (n={n}, c={c}, k={k}).")
+    if n - c < k:
+        return 1.0
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def parse_ks(k: int | str | Iterable[int | str]) -> list[int]:
+    """The k of pass@k from a task argument: 10, "1,10" or [1, 10]."""
+    if isinstance(k, str):
+        parts: Iterable[int | str] = k.split(",")
+    elif isinstance(k, int):
+        parts = [k]
+    else:
+        parts = k
+    try:
+        ks = sorted({int(str(part).strip()) for part in parts})
+    except ValueError:
+        ks = []
+    if not ks or ks[0] < 1:
+        raise ValueError(f"k={k!r}: give one or more whole numbers of 1 or more, e.g. -T k=1,10.")
+    return ks
+
+
+def clustered_stderr(values: np.ndarray, weights: np.ndarray, clusters: Sequence[str]) -> float:
+    """Standard error of sum(weights * values), clustered (weights sum to 1)."""
+    estimate = float(np.dot(weights, values))
+    totals: dict[str, float] = defaultdict(float)
+    for cluster, contribution in zip(clusters, weights * (values - estimate), strict=True):
+        totals[cluster] += contribution
+    g = len(totals)
+    if g < 2:
+        return 0.0
+    return float(np.sqrt(g / (g - 1) * sum(total**2 for total in totals.values())))
+
+
+@metric(scores="unreduced")
+def humaneval_metrics(k: int | str | list[int] = 1) -> Metric:
+    """pass@k for each k, exact match (strict and stripped), per subset and blended.
+
+    Args:
+        k: The k of pass@k: one or several (e.g. "1,10"). A k above the number of epochs is not
+            reported (and a warning says why).
+    """
+    ks = parse_ks(k)
+
+    def compute(scores: list[SampleScore]) -> Value:
+        if not scores:
+            return {}
+        tasks = _tasks(scores)
+        # A pass@k that some task has too few epochs for is left out (never NaN); the run was
+        # told why when it started (KTooLargeWarning).
+        n_min = min(len(epochs) for epochs in tasks["epochs"])
+        reported = [each for each in ks if each <= n_min]
+        values = {
+            name: np.array([figure(epochs) for epochs in tasks["epochs"]])
+            for name, figure in _figures(reported).items()
+        }
+        subsets, problems = tasks["subset"], tasks["problem"]
+
+        def blend(prefix: str, weights: np.ndarray) -> dict[str, float]:
+            chosen = weights > 0
+            weights = weights[chosen] / weights[chosen].sum()
+            results = {}
+            for name, all_values in values.items():
+                figure = all_values[chosen]
+                results[f"{prefix}{name}"] = float(np.dot(weights, figure))
+                results[f"{prefix}{name}_stderr"] = clustered_stderr(
+                    figure, weights, problems[chosen]
+                )
+            return results
+
+        everything = np.ones(len(subsets))
+        names, sizes = np.unique(subsets, return_counts=True)
+        if len(names) == 1:
+            return blend("", everything) | {"samples": float(len(subsets))}
+        results: dict[str, float] = {}
+        for subset, size in zip(names, sizes, strict=True):
+            results |= blend(f"{subset}/", (subsets == subset).astype(float))
+            results[f"{subset}/samples"] = float(size)
+        size_of = dict(zip(names, sizes, strict=True))
+        _, problem_index, tasks_per_problem = np.unique(
+            problems, return_inverse=True, return_counts=True
+        )
+        results |= blend("sample_weighted/", everything)
+        results |= blend("mean_of_subsets/", 1.0 / np.array([size_of[s] for s in subsets]))
+        results |= blend("problem_macro/", 1.0 / tasks_per_problem[problem_index])
+        return results
+
+    return compute
+
+
+def _tasks(scores: list[SampleScore]) -> dict[str, np.ndarray | list]:
+    """Each task's epoch scores, subset and HumanEval problem (columns in one task order)."""
+    by_task: dict[str, dict] = {}
+    for sample_score in scores:
+        metadata = sample_score.sample_metadata or {}
+        task = by_task.setdefault(
+            str(sample_score.sample_id),
+            {
+                "subset": metadata.get("subset", "all"),
+                "problem": metadata.get("problem_id", str(sample_score.sample_id)),
+                "epochs": [],
+            },
+        )
+        task["epochs"].append(sample_score.score.value)
+    rows = list(by_task.values())
+    return {
+        "epochs": [row["epochs"] for row in rows],
+        "subset": np.array([row["subset"] for row in rows]),
+        "problem": np.array([row["problem"] for row in rows]),
+    }
+
+
+def _figures(ks: list[int]) -> dict[str, Callable[[list[dict]], float]]:
+    """Each reported figure as a function of one task's epoch scores."""
+
+    def pass_at(k: int) -> Callable[[list[dict]], float]:
+        def figure(epochs: list[dict]) -> float:
+            return pass_at_k(len(epochs), sum(int(epoch[PASSED]) for epoch in epochs), k)
+
+        return figure
+
+    def mean_of(key: str) -> Callable[[list[dict]], float]:
+        return lambda epochs: float(np.mean([epoch[key] for epoch in epochs]))
+
+    return {f"pass@{k}": pass_at(k) for k in ks} | {key: mean_of(key) for key in MEAN_FIGURES}
+
+
+@hooks(
+    name="heval_inspect_k_check",
+    description="heval_inspect: warns when a pass@k needs more epochs than the run has.",
+)
+class KTooLargeWarning(Hooks):
+    """Tells, once at the start of a task of ours, which pass@k its epochs cannot give."""
+
+    async def on_task_start(self, data: TaskStart) -> None:
+        if not (data.spec.task_registry_name or "").startswith("heval_inspect/"):
+            return
+        epochs = data.spec.config.epochs or 1
+        too_large = [k for k in parse_ks(data.spec.task_args.get("k", 1)) if k > epochs]
+        if too_large:
+            names = ", ".join(f"pass@{k}" for k in too_large)
+            logger.warning(
+                f"{names} will not be reported: pass@k needs at least k epochs per task and this "
+                f"run has {epochs}. Run with --epochs {max(too_large)} to get {names}."
+            )
