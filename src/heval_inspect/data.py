@@ -148,6 +148,36 @@ def read_problems(path: str | Path) -> list[dict]:
     return records
 
 
+def read_completions(path: str | Path) -> dict[str, list[str]]:
+    """Completions in the reference harness's format, per task id in file order.
+
+    One JSON object per line, {"task_id": ..., "completion": ...}; several lines for one task are
+    its samples 1, 2, ... (epochs, for pass@k).
+    """
+    completions: dict[str, list[str]] = {}
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    task_id, completion = str(row["task_id"]), row["completion"]
+                    if not isinstance(completion, str):
+                        raise TypeError("completion is not a string")
+                except (json.JSONDecodeError, KeyError, TypeError) as error:
+                    raise DataError(
+                        f"{path}, line {number}: expected a JSON object with a task_id and a "
+                        f"completion string ({error})."
+                    ) from error
+                completions.setdefault(task_id, []).append(completion)
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"Cannot read the completion file {path}: {error}") from error
+    if not completions:
+        raise DataError(f"The completion file {path} holds no completions.")
+    return completions
+
+
 def _find_local(file: OfficialFile, folder: Path) -> Path:
     # Accept both the layout of ../shared/data (one folder per upstream repository) and a flat
     # folder holding the files themselves.

@@ -1,10 +1,9 @@
 """Solvers: ask a chat model for the gap, or answer without any model (reference)."""
 
-import json
-
 from inspect_ai.model import ChatMessageAssistant, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
+from .data import read_completions
 from .extract import middle_from_chat
 
 # Where a solver leaves the code for the gap, for the scorer to insert as is.
@@ -48,6 +47,8 @@ def replay(samples: str) -> Solver:
     Args:
         samples: A JSON lines file of {"task_id": ..., "completion": ...}. The n-th completion for
             a task is the answer of epoch n, so n completions per task with `--epochs n` give pass@k.
+            (The task argument `-T samples=FILE` also sets the epochs and checks the file against
+            the task's problems before anything runs.)
     """
     completions = read_completions(samples)
 
@@ -67,23 +68,3 @@ def replay(samples: str) -> Solver:
         return state
 
     return solve
-
-
-def read_completions(path: str) -> dict[str, list[str]]:
-    """Completions per task id, in file order."""
-    completions: dict[str, list[str]] = {}
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                completions.setdefault(str(row["task_id"]), []).append(row["completion"])
-            except (json.JSONDecodeError, KeyError, TypeError) as error:
-                raise ValueError(
-                    f"{path}, line {number}: expected a JSON object with task_id and completion "
-                    f"({error})."
-                ) from error
-    if not completions:
-        raise ValueError(f"{path} holds no completions.")
-    return completions

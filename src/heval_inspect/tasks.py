@@ -6,6 +6,7 @@ the scorer runs prompt + gap + suffix + tests in a Docker sandbox. The infilling
 from HumanEval's canonical solutions: single line, multi line, random span, random span (light).
 """
 
+import logging
 import re
 from pathlib import Path
 from typing import Literal
@@ -15,12 +16,21 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Solver
 
-from .data import HUMANEVAL, SUBSETS, load_official, read_problems
+from .data import (
+    HUMANEVAL,
+    SUBSETS,
+    DataError,
+    load_official,
+    read_completions,
+    read_problems,
+)
 from .metrics import humaneval_metrics, parse_ks
 from .prompts import chat_prompt
 from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
 from .scorer import unit_tests
-from .solvers import infill_chat
+from .solvers import infill_chat, replay
+
+logger = logging.getLogger(__name__)
 
 # "pool": a few long-lived hardened containers (fast; see sandbox/pool.py); "docker": Inspect's
 # own sandbox, one compose project per sample. Both use the same compose file.
@@ -72,16 +82,22 @@ def _sandbox(sandbox: SandboxName) -> tuple[str, str]:
 
 def _task(
     samples: list[Sample],
+    completions: str | None,
+    partial: bool,
     k: int | str | list[int],
     solver: Solver | None,
     scorer: Scorer | None,
     sandbox: SandboxName,
     timeout: float,
 ) -> Task:
+    # pass@k needs k samples per task: by default, as many epochs as the largest k.
+    epochs = max(parse_ks(k))
+    if completions:
+        samples, epochs = _replayed(samples, completions, partial)
+        solver = solver or replay(completions)
     return Task(
         dataset=MemoryDataset(samples),
-        # pass@k needs k samples per task: by default, as many epochs as the largest k.
-        epochs=max(parse_ks(k)),
+        epochs=epochs,
         solver=solver or infill_chat(),
         scorer=scorer or unit_tests(timeout=timeout),
         # The pass@k asked for; a scorer of the user's own keeps its own metrics.
@@ -90,11 +106,46 @@ def _task(
     )
 
 
+def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sample], int]:
+    """The samples a completion file answers, and its number of completions per task (epochs).
+
+    Checked before anything runs: every task id must belong to the task, and every task must have
+    completions unless `partial` (then only the tasks present are scored).
+    """
+    completions = read_completions(path)
+    known = {str(sample.id) for sample in samples}
+    unknown = [task_id for task_id in completions if task_id not in known]
+    if unknown:
+        raise DataError(
+            f"{path}: {len(unknown)} task id(s) are not problems of this task, e.g. "
+            f"{', '.join(unknown[:3])}. Score the file with the task it was made for (task ids "
+            f"start with HumanEval/, SingleLineInfilling/, MultiLineInfilling/, "
+            f"RandomSpanInfilling/ or RandomSpanInfillingLight/), or with -T problem_file=..."
+        )
+    missing = [str(sample.id) for sample in samples if str(sample.id) not in completions]
+    if missing and not partial:
+        raise DataError(
+            f"{path} has no completion for {len(missing)} of the {len(samples)} tasks, e.g. "
+            f"{', '.join(missing[:3])}. Add them, or pass -T partial=true to score only the "
+            f"{len(samples) - len(missing)} tasks it has."
+        )
+    counts = sorted({len(answers) for answers in completions.values()})
+    if len(counts) > 1:
+        logger.warning(
+            f"{path}: tasks have from {counts[0]} to {counts[-1]} completions; scoring the first "
+            f"{counts[0]} of each, since pass@k needs the same number for every task (use "
+            f"--epochs to choose fewer)."
+        )
+    return [sample for sample in samples if str(sample.id) in completions], counts[0]
+
+
 @task
 def humaneval_infilling(
     subsets: str | list[str] = "all",
     data_dir: str | None = None,
     problem_file: str | None = None,
+    samples: str | None = None,
+    partial: bool = False,
     k: int | str | list[int] = 1,
     solver: Solver | None = None,
     scorer: Scorer | None = None,
@@ -109,6 +160,10 @@ def humaneval_infilling(
         data_dir: A local folder with the official files (default: $HEVAL_DATA_DIR, else download).
         problem_file: Score any problem file in the reference's format instead (JSON lines with
             task_id, prompt, suffix, canonical_solution, test, entry_point); `subsets` is ignored.
+        samples: Score completions made elsewhere (the reference's format, JSON lines of
+            task_id and completion) instead of asking a model: sets the solver to replay and the
+            epochs to the completions per task, after checking the file against the problems.
+        partial: With `samples`, score only the tasks the file has completions for.
         k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
         solver: Defaults to asking a chat model (infill_chat).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
@@ -123,8 +178,8 @@ def humaneval_infilling(
             for name in parse_subsets(subsets)
             for record in load_official(SUBSETS[name], data_dir)
         ]
-    samples = [record_to_sample(record, subset) for record, subset in records]
-    return _task(samples, k, solver, scorer, sandbox, timeout)
+    dataset = [record_to_sample(record, subset) for record, subset in records]
+    return _task(dataset, samples, partial, k, solver, scorer, sandbox, timeout)
 
 
 def _subset_task(name: str, subset: str, size: str):
@@ -134,6 +189,8 @@ def _subset_task(name: str, subset: str, size: str):
     def subset_task(
         data_dir: str | None = None,
         problem_file: str | None = None,
+        samples: str | None = None,
+        partial: bool = False,
         k: int | str | list[int] = 1,
         solver: Solver | None = None,
         scorer: Scorer | None = None,
@@ -144,6 +201,8 @@ def _subset_task(name: str, subset: str, size: str):
             subsets=subset,
             data_dir=data_dir,
             problem_file=problem_file,
+            samples=samples,
+            partial=partial,
             k=k,
             solver=solver,
             scorer=scorer,
@@ -173,6 +232,8 @@ humaneval_random_span_infilling_light = _subset_task(
 def humaneval(
     data_dir: str | None = None,
     problem_file: str | None = None,
+    samples: str | None = None,
+    partial: bool = False,
     k: int | str | list[int] = 1,
     solver: Solver | None = None,
     scorer: Scorer | None = None,
@@ -184,6 +245,10 @@ def humaneval(
     Args:
         data_dir: A local folder with HumanEval.jsonl.gz (default: $HEVAL_DATA_DIR, else download).
         problem_file: Score any problem file in the reference's format instead.
+        samples: Score completions made elsewhere (the reference's format, JSON lines of
+            task_id and completion) instead of asking a model: sets the solver to replay and the
+            epochs to the completions per task, after checking the file against the problems.
+        partial: With `samples`, score only the tasks the file has completions for.
         k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
         solver: Defaults to asking a chat model (infill_chat).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
@@ -194,5 +259,5 @@ def humaneval(
         records = read_problems(problem_file)
     else:
         records = load_official(HUMANEVAL, data_dir)
-    samples = [record_to_sample(record, "humaneval") for record in records]
-    return _task(samples, k, solver, scorer, sandbox, timeout)
+    dataset = [record_to_sample(record, "humaneval") for record in records]
+    return _task(dataset, samples, partial, k, solver, scorer, sandbox, timeout)

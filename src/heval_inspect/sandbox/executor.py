@@ -38,11 +38,24 @@ import threading
 import time
 
 # The child: sets its limits, reads the nonce and the program from stdin, detaches stdin (so
-# `input()` fails as in the reference harness), then executes the program with fresh globals,
-# exactly as the reference's `exec(check_program, {})`. Only a normal return writes the nonce to
-# the private pipe.
+# `input()` fails as in the reference harness), disables what the reference harness's
+# `reliability_guard` disables (so a completion that calls, say, `os.system` or `exit` fails here
+# as it fails there; containment is the sandbox's job, not this guard's), then executes the
+# program with fresh globals, exactly as the reference's `exec(check_program, {})`. It reports on
+# the private pipe: "P" + nonce after a normal return, or "F" + the exception's text, which is what
+# the reference prints after "failed: ".
 CHILD = r"""
 import os, resource, sys
+REFERENCE_DISABLED = {
+    "builtins": ("exit", "quit", "help"),
+    "os": ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid",
+           "fork", "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink",
+           "fchmod", "fchown", "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown",
+           "getcwd", "chdir"),
+    "shutil": ("rmtree", "move", "chown"),
+    "subprocess": ("Popen",),
+}
+REFERENCE_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 def _harness():
     token_fd, cpu_seconds, memory_bytes, file_bytes = (int(arg) for arg in sys.argv[1:5])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
@@ -54,21 +67,33 @@ def _harness():
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
+    report, exit_now = os.write, os._exit
+    for module, names in REFERENCE_DISABLED.items():
+        target = __import__(module)
+        for name in names:
+            setattr(target, name, None)
+    for module in REFERENCE_BLOCKED_MODULES:
+        sys.modules[module] = None
     try:
-        exec(compile(source, "<program>", "exec"), {})
-    except BaseException:
+        exec(compile(source, "<string>", "exec"), {})
+    except BaseException as error:
         import traceback
         traceback.print_exc()
+        try:
+            message = str(error)
+        except BaseException:
+            message = type(error).__name__
+        report(token_fd, b"F" + message.encode("utf-8", "replace")[:2000])
         code = 1
     else:
-        os.write(token_fd, nonce.encode())
+        report(token_fd, b"P" + nonce.encode())
         code = 0
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             stream.flush()
         except BaseException:
             pass
-    os._exit(code)
+    exit_now(code)
 _harness()
 """
 
@@ -220,7 +245,7 @@ def run(request: dict, keepers: set[int]) -> dict:
                 stdout_bytes += len(chunk)
             elif streams[fd] == "stderr":
                 stderr_tail = (stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
-            elif len(token) < 64:
+            elif len(token) < 4096:
                 token += chunk
     os.close(token_read)
     returncode = child.wait()
@@ -232,12 +257,14 @@ def run(request: dict, keepers: set[int]) -> dict:
     _empty_scratch_areas()
 
     stderr_text = stderr_tail.decode("utf-8", errors="replace")
-    if token == nonce.encode() and returncode == 0:
+    if token == b"P" + nonce.encode() and returncode == 0:
         status, reason = "passed", ""
     elif timed_out_wall:
         status, reason = "timed out", f"wall-clock limit of {request['wall_seconds']:g}s"
     elif returncode in (-signal.SIGXCPU, -signal.SIGKILL) and cpu >= int(request["cpu_seconds"]):
         status, reason = "timed out", f"CPU-time limit of {request['cpu_seconds']:g}s"
+    elif token.startswith(b"F"):
+        status, reason = "failed", token[1:].decode("utf-8", errors="replace")
     else:
         status, reason = "failed", _failure_reason(returncode, stderr_text)
     return {

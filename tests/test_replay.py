@@ -1,0 +1,90 @@
+"""Completions made elsewhere, in the reference's format: checked, replayed, exported back."""
+
+import json
+
+import pytest
+from inspect_ai import eval as inspect_eval
+
+from heval_inspect.data import DataError, read_completions
+from heval_inspect.export import export_results
+from heval_inspect.tasks import humaneval, humaneval_infilling
+
+from .conftest import INFILLING_DATA
+
+EXAMPLE_PROBLEMS = str(INFILLING_DATA / "example_problem.jsonl")
+EXAMPLE_SAMPLES = str(INFILLING_DATA / "example_samples.jsonl")
+
+
+def write_rows(path, rows):
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return str(path)
+
+
+def test_completion_file_groups_rows_by_task_in_order():
+    completions = read_completions(EXAMPLE_SAMPLES)
+    assert list(completions) == ["test/0"] and len(completions["test/0"]) == 10
+    assert completions["test/0"][7] == "    return "
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("", "holds no completions"),
+        ('{"task_id": "HumanEval/0"}\n', "line 1: expected a JSON object"),
+        ("not json\n", "line 1: expected a JSON object"),
+        ('{"task_id": "HumanEval/0", "completion": 3}\n', "completion string"),
+    ],
+)
+def test_malformed_completion_file_names_line_and_problem(tmp_path, content, problem):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    with pytest.raises(DataError, match=problem):
+        read_completions(path)
+
+
+def test_task_ids_of_another_task_are_refused_before_anything_runs(tmp_path):
+    path = write_rows(tmp_path / "s.jsonl", [{"task_id": "HumanEval/0", "completion": "x"}])
+    with pytest.raises(DataError, match="1 task id.*not problems of this task.*HumanEval/0"):
+        humaneval_infilling(subsets="single_line", samples=path)
+
+
+def test_missing_tasks_are_refused_unless_partial(tmp_path):
+    path = write_rows(tmp_path / "s.jsonl", [{"task_id": "HumanEval/3", "completion": "x"}])
+    with pytest.raises(DataError, match="no completion for 163 of the 164 tasks.*partial=true"):
+        humaneval(samples=path)
+    task = humaneval(samples=path, partial=True)
+    assert [sample.id for sample in task.dataset] == ["HumanEval/3"]
+    assert task.epochs == 1
+
+
+def test_uneven_completion_counts_score_the_first_of_each(tmp_path, caplog):
+    rows = [{"task_id": "HumanEval/0", "completion": str(n)} for n in range(3)]
+    rows += [{"task_id": "HumanEval/1", "completion": "x"}] * 2
+    task = humaneval(samples=write_rows(tmp_path / "s.jsonl", rows), partial=True)
+    assert task.epochs == 2
+    assert "tasks have from 2 to 3 completions; scoring the first 2" in caplog.text
+
+
+@pytest.mark.docker
+def test_reference_example_replayed_and_exported_as_the_reference_does(tmp_path):
+    [log] = inspect_eval(
+        humaneval_infilling(problem_file=EXAMPLE_PROBLEMS, samples=EXAMPLE_SAMPLES, k="1,10"),
+        model="none",
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    metrics = log.results.scores[0].metrics
+    # What the reference prints for its example: {'pass@1': 0.3, 'pass@10': 1.0}
+    assert metrics["pass@1"].value == pytest.approx(0.3, abs=1e-12)
+    assert metrics["pass@10"].value == 1.0
+
+    out = export_results(log.location, out=str(tmp_path / "example_samples.jsonl_results.jsonl"))
+    with open(out) as lines:
+        results = [json.loads(line) for line in lines]
+    with open(EXAMPLE_SAMPLES) as lines:
+        inputs = [json.loads(line) for line in lines]
+    assert [{k: r[k] for k in ("task_id", "completion")} for r in results] == inputs
+    assert [r["passed"] for r in results] == [False] * 7 + [True] * 3
+    assert results[1]["result"] == "timed out"
+    assert results[0]["result"] == "failed: invalid syntax (<string>, line 3)"  # ...)1
