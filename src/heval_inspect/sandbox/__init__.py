@@ -15,6 +15,8 @@ MEMORY_BYTES = 1 << 30
 FILE_BYTES = 16 << 20
 # Time for the executor itself (interpreter start, cleanup) beyond the program's wall clock.
 EXECUTOR_GRACE_SECONDS = 30
+# Who the executor and every program run as in the container ("nobody"; the image has no other).
+PROGRAM_USER = "65534:65534"
 
 
 class SandboxFailure(RuntimeError):

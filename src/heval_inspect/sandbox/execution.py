@@ -11,10 +11,14 @@ from . import (
     EXECUTOR_SOURCE,
     FILE_BYTES,
     MEMORY_BYTES,
+    PROGRAM_USER,
     WALL_CLOCK_FACTOR,
     SandboxFailure,
 )
-from .pool import PoolSandboxEnvironment
+from .pool import PoolSandboxEnvironment, killed_executor_verdict
+
+# How `docker exec` reports a command killed by SIGKILL (128 + 9).
+SIGKILL_EXIT_CODE = 137
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,12 @@ async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
         ["python3", "-I", "-c", EXECUTOR_SOURCE],
         input=json.dumps(request),
         timeout=int(wall_seconds + EXECUTOR_GRACE_SECONDS),
+        user=PROGRAM_USER,
     )
+    if result.returncode == SIGKILL_EXIT_CODE and not result.stdout:
+        # The program killed its executor (`kill -1` reaches it: same user). The container is
+        # this sample's alone, so that is the program's doing, judged as the pool judges it.
+        return Execution(**killed_executor_verdict())
     try:
         return Execution(**json.loads(result.stdout))
     except (json.JSONDecodeError, TypeError) as error:

@@ -26,6 +26,7 @@ reference harness, whose `exec` treats any BaseException as a failure.
 """
 
 import builtins
+import ctypes
 import json
 import math
 import os
@@ -64,6 +65,7 @@ def _child(program: str, nonce: str, request: dict, fds: dict[str, int], scratch
     report, exit_now, print_exception = os.write, os._exit, traceback.print_exc
     code = 1
     try:
+        _set_dumpable(True)  # the program's own /proc entries behave as usual (see main)
         os.setsid()
         os.chdir(scratch)
         null = os.open(os.devnull, os.O_RDONLY)
@@ -276,10 +278,22 @@ def _failure_reason(returncode: int, stderr_text: str) -> str:
     return lines[-1] if lines else f"exit code {returncode}"
 
 
+PR_SET_DUMPABLE = 4  # <linux/prctl.h>
+
+
+def _set_dumpable(dumpable: bool) -> None:
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
+
+
 def main() -> None:
     # It kills every other process it may signal: outside a container that would be the user's.
     if not os.path.exists("/.dockerenv"):
         sys.exit("executor.py runs only inside the sandbox container.")
+    # Programs run as the same user as this executor. Not dumpable, its /proc/<pid>/fd and mem
+    # are closed to them: a program cannot open the executor's stdout (`/proc/<ppid>/fd/1`) to
+    # write a verdict line of its own, nor its stdin to send requests.
+    _set_dumpable(False)
     keepers = _container_keepers()
     if sys.argv[1:] == ["serve"]:
         for line in sys.stdin:

@@ -25,7 +25,7 @@ from inspect_ai.util import (
     sandboxenv,
 )
 
-from . import EXECUTOR_SOURCE, SandboxFailure
+from . import EXECUTOR_SOURCE, PROGRAM_USER, SandboxFailure
 
 POOL_SIZE_ENV = "HEVAL_POOL_SIZE"
 PROJECT_PREFIX = "heval-pool-"
@@ -57,6 +57,8 @@ class Executor:
             "docker",
             "exec",
             "-i",
+            "--user",
+            PROGRAM_USER,
             self.container,
             "python3",
             "-I",
@@ -100,8 +102,15 @@ class Executor:
     async def _restart(self) -> None:
         await self.stop()
         # The container itself may have stopped (its main process killed): start it again.
-        code, running, _ = await _docker("inspect", "-f", "{{.State.Running}}", self.container)
-        if code == 0 and running.strip() != "true":
+        code, running, error = await _docker("inspect", "-f", "{{.State.Running}}", self.container)
+        if code != 0:
+            # Removed from outside (a program cannot remove its own container): the run's
+            # infrastructure failed, so the sample is an error, never a verdict.
+            raise SandboxFailure(
+                f"Sandbox container {self.container[:12]} is gone ({error.strip()}); "
+                f"`inspect eval-retry` the log to score the remaining samples."
+            )
+        if running.strip() != "true":
             code, _, error = await _docker("start", self.container)
             if code != 0:
                 raise SandboxFailure(f"Could not restart container {self.container[:12]}: {error}")
