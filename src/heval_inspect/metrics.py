@@ -19,12 +19,15 @@ the usual standard error of a mean.
 """
 
 import logging
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from inspect_ai.hooks import Hooks, TaskStart, hooks
 from inspect_ai.scorer import Metric, SampleScore, Value, metric
+
+from .errors import TaskArgumentError
 
 logger = logging.getLogger(__name__)
 
@@ -59,13 +62,19 @@ def parse_ks(k: int | str | Iterable[int | str]) -> list[int]:
     except ValueError:
         ks = []
     if not ks or ks[0] < 1:
-        raise ValueError(f"k={k!r}: give one or more whole numbers of 1 or more, e.g. -T k=1,10.")
+        raise TaskArgumentError(f"k={k!r}: give one or more whole numbers of 1 or more, e.g. -T k=1,10.")
     return ks
+
+
+def weighted_mean(values: np.ndarray, weights: np.ndarray) -> float:
+    """sum(w x) / sum(w), summed exactly: a run where every task passes reports 1.0, not
+    0.999999999999991 (8,652 rounded weights of 1/8,652 do not add up to 1)."""
+    return math.fsum(weights * values) / math.fsum(weights)
 
 
 def clustered_stderr(values: np.ndarray, weights: np.ndarray, clusters: Sequence[str]) -> float:
     """Standard error of sum(weights * values), clustered (weights sum to 1)."""
-    estimate = float(np.dot(weights, values))
+    estimate = weighted_mean(values, weights)
     totals: dict[str, float] = defaultdict(float)
     for cluster, contribution in zip(clusters, weights * (values - estimate), strict=True):
         totals[cluster] += contribution
@@ -101,11 +110,11 @@ def humaneval_metrics(k: int | str | list[int] = 1) -> Metric:
 
         def blend(prefix: str, weights: np.ndarray) -> dict[str, float]:
             chosen = weights > 0
-            weights = weights[chosen] / weights[chosen].sum()
+            weights = weights[chosen] / math.fsum(weights[chosen])
             results = {}
             for name, all_values in values.items():
                 figure = all_values[chosen]
-                results[f"{prefix}{name}"] = float(np.dot(weights, figure))
+                results[f"{prefix}{name}"] = weighted_mean(figure, weights)
                 results[f"{prefix}{name}_stderr"] = clustered_stderr(
                     figure, weights, problems[chosen]
                 )
