@@ -1,11 +1,16 @@
 """The registered tasks: names, sizes, sample shape, arguments. No sandbox needed."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from inspect_ai._util.registry import registry_lookup
 
 import heval_inspect  # noqa: F401  (registers the package's tasks, solvers and scorers)
 from heval_inspect.scorer import assemble_program
-from heval_inspect.tasks import humaneval, humaneval_infilling
+from heval_inspect.errors import TaskArgumentError
+from heval_inspect.tasks import humaneval, humaneval_infilling, humaneval_single_line_infilling
 
 TASKS = {
     "humaneval": 164,
@@ -52,3 +57,32 @@ def test_program_is_assembled_exactly_as_the_reference_does():
     assert assemble_program(meta["prompt"], middle, "", meta["test"], "has_close_elements") == (
         expected
     )
+
+
+def test_unknown_task_argument_is_an_error_naming_the_arguments():
+    with pytest.raises(TaskArgumentError, match="has no argument subset: its arguments are data"):
+        humaneval_single_line_infilling(subset="multi_line")
+    with pytest.raises(TaskArgumentError, match="Unknown sandbox 'podman': choose from pool"):
+        humaneval(sandbox="podman")
+
+
+@pytest.mark.parametrize(
+    "argument, message",
+    [
+        ("subsets=single", "Unknown infilling subset(s) ['single']: choose from single_line"),
+        ("sbset=single_line", "has no argument sbset: its arguments are subsets"),
+        ("k=0", "k=0: give one or more whole numbers of 1 or more"),
+        ("problem_file=missing.jsonl", "Problem file missing.jsonl does not exist."),
+    ],
+)
+def test_bad_argument_on_the_command_line_is_one_message_and_no_log(argument, message, tmp_path):
+    run = subprocess.run(
+        [str(Path(sys.executable).with_name("inspect")), "eval",
+         "heval_inspect/humaneval_infilling", "--model", "none", "-T", argument,
+         "--log-dir", str(tmp_path / "logs")],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode != 0
+    output = " ".join((run.stdout + run.stderr).split())  # unwrapped from the terminal's width
+    assert message in output and "Traceback" not in output, output
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())

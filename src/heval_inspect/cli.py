@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from .data import DataError
+from .errors import DataError
 from .export import export_results
 
 

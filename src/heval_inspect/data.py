@@ -17,6 +17,8 @@ from pathlib import Path
 
 from platformdirs import user_cache_dir
 
+from .errors import DataError
+
 # Upstream commits the checksums below were taken from (openai/human-eval-infilling and
 # openai/human-eval on GitHub).
 INFILLING_COMMIT = "88062ff9859c875d04db115b698ed4b0f0395170"
@@ -29,10 +31,6 @@ DATA_URL_ENV = "HEVAL_DATA_URL"
 DATA_DIR_ENV = "HEVAL_DATA_DIR"
 
 REQUIRED_FIELDS = ("task_id", "prompt", "canonical_solution", "test", "entry_point")
-
-
-class DataError(RuntimeError):
-    """A problem file is missing, altered or malformed; the message says how to fix it."""
 
 
 @dataclass(frozen=True)

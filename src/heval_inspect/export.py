@@ -11,7 +11,7 @@ from pathlib import Path
 
 from inspect_ai.log import read_eval_log
 
-from .data import DataError
+from .errors import DataError
 
 SCORER = "unit_tests"
 

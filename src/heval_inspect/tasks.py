@@ -6,24 +6,19 @@ the scorer runs prompt + gap + suffix + tests in a Docker sandbox. The infilling
 from HumanEval's canonical solutions: single line, multi line, random span, random span (light).
 """
 
+import inspect
 import logging
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Solver
 
-from .data import (
-    HUMANEVAL,
-    SUBSETS,
-    DataError,
-    load_official,
-    read_completions,
-    read_problems,
-)
+from .data import HUMANEVAL, SUBSETS, load_official, read_completions, read_problems
+from .errors import DataError, TaskArgumentError
 from .metrics import humaneval_metrics, parse_ks
 from .prompts import chat_prompt
 from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
@@ -33,9 +28,10 @@ from .solvers import infill_chat, replay
 logger = logging.getLogger(__name__)
 
 # "pool": a few long-lived hardened containers (fast; see sandbox/pool.py); "docker": Inspect's
-# own sandbox, one compose project per sample. Both use the same compose file.
-SandboxName = Literal["pool", "docker"]
-SANDBOX_TYPES = {"pool": "heval_pool", "docker": "docker"}
+# own sandbox, one compose project per sample. Both use the same compose file. "local": no
+# container at all, only for those who cannot run Docker and trust the code (warned).
+SandboxName = Literal["pool", "docker", "local"]
+SANDBOX_TYPES = {"pool": "heval_pool", "docker": "docker", "local": "local"}
 
 
 def record_to_sample(record: dict, subset: str) -> Sample:
@@ -67,16 +63,43 @@ def parse_subsets(subsets: str | list[str]) -> list[str]:
         names = [name.strip() for name in names.split(",")]
     unknown = [name for name in names if name not in SUBSETS]
     if unknown or not names:
-        raise ValueError(
+        raise TaskArgumentError(
             f"Unknown infilling subset(s) {unknown or names}: choose from {', '.join(SUBSETS)}, "
             f"or 'all' (e.g. -T subsets=single_line,multi_line)."
         )
     return names
 
 
-def _sandbox(sandbox: SandboxName) -> tuple[str, str]:
+def refuse_unknown_arguments(task_name: str, task_function, unknown: dict[str, Any]) -> None:
+    """Inspect only warns of a -T argument that a task does not take; a misspelt argument would
+    then silently run the default (say, all 8,652 samples instead of a subset), so it is an error.
+    The tasks take **unknown to see such arguments at all."""
+    if not unknown:
+        return
+    known = [
+        name
+        for name, parameter in inspect.signature(task_function).parameters.items()
+        if parameter.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    raise TaskArgumentError(
+        f"heval_inspect/{task_name} has no argument {', '.join(sorted(unknown))}: its arguments "
+        f"are {', '.join(known)} (see the README's 'Task arguments')."
+    )
+
+
+def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
     if sandbox not in SANDBOX_TYPES:
-        raise ValueError(f"Unknown sandbox {sandbox!r}: choose from {', '.join(SANDBOX_TYPES)}.")
+        raise TaskArgumentError(
+            f"Unknown sandbox {sandbox!r}: choose from {', '.join(SANDBOX_TYPES)}."
+        )
+    if sandbox == "local":
+        logger.warning(
+            "sandbox=local runs model-written code directly on this machine, as you, with CPU, "
+            "memory and file-size limits but no isolation: no container, network reachable, "
+            "your files and environment exposed. Use it only for code you trust; the default "
+            "(pool) and docker sandboxes isolate it."
+        )
+        return "local"
     return (SANDBOX_TYPES[sandbox], str(COMPOSE_FILE))
 
 
@@ -151,6 +174,7 @@ def humaneval_infilling(
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
+    **unknown: Any,
 ) -> Task:
     """HumanEval-Infilling: every sample asks for the code of one gap.
 
@@ -170,6 +194,7 @@ def humaneval_infilling(
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: CPU seconds each program may use (the reference harness's 3 s).
     """
+    refuse_unknown_arguments("humaneval_infilling", humaneval_infilling, unknown)
     if problem_file:
         records = [(record, Path(problem_file).stem) for record in read_problems(problem_file)]
     else:
@@ -196,7 +221,9 @@ def _subset_task(name: str, subset: str, size: str):
         scorer: Scorer | None = None,
         sandbox: SandboxName = "pool",
         timeout: float = DEFAULT_TIMEOUT,
+        **unknown: Any,
     ) -> Task:
+        refuse_unknown_arguments(name, subset_task, unknown)
         return humaneval_infilling(
             subsets=subset,
             data_dir=data_dir,
@@ -239,6 +266,7 @@ def humaneval(
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
+    **unknown: Any,
 ) -> Task:
     """HumanEval: complete each function from its signature and docstring (164 problems).
 
@@ -255,6 +283,7 @@ def humaneval(
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: CPU seconds each program may use (the reference harness's 3 s).
     """
+    refuse_unknown_arguments("humaneval", humaneval, unknown)
     if problem_file:
         records = read_problems(problem_file)
     else:

@@ -1,0 +1,22 @@
+"""Errors that are the user's to fix: a bad task argument, a problem or completion file, no Docker.
+
+They derive from Inspect's PrerequisiteError, which `inspect eval` prints as the message alone,
+without a traceback (as it does for its own missing prerequisites); each message says what is
+wrong and what to do.
+"""
+
+# Not in Inspect's public API, but what its own CLI special-cases; the pinned inspect-ai range
+# keeps it in place.
+from inspect_ai._util.error import PrerequisiteError
+
+
+class TaskArgumentError(PrerequisiteError, ValueError):
+    """A task argument (-T name=value) that is unknown or has an unusable value."""
+
+
+class DataError(PrerequisiteError):
+    """A problem or completion file that is missing, altered or malformed."""
+
+
+class DockerUnavailableError(PrerequisiteError):
+    """No Docker engine answers, and the sandbox needs one."""
