@@ -1,9 +1,13 @@
 """Running one program in the current sample's sandbox and reading the executor's verdict."""
 
 import json
+import sys
 from dataclasses import dataclass
 
-from inspect_ai.util import sandbox
+from inspect_ai.util import SandboxEnvironment, sandbox
+
+# Not exported by inspect_ai.util; needed to run the executor in its no-container mode.
+from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
 from . import (
     DEFAULT_TIMEOUT,
@@ -48,18 +52,20 @@ async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
         "file_bytes": FILE_BYTES,
     }
     environment = sandbox()
-    try:
+    if _is(environment, PoolSandboxEnvironment):
         pool = environment.as_type(PoolSandboxEnvironment)
-    except TypeError:
-        pool = None
-    if pool is not None:
         verdict = await pool.run_program(request, wall_seconds + EXECUTOR_GRACE_SECONDS)
         return Execution(**verdict)
+    if _is(environment, LocalSandboxEnvironment):
+        # No container and no other user: this machine's Python, as the user running the eval.
+        command, user = [sys.executable, "-I", "-c", EXECUTOR_SOURCE, "local"], None
+    else:
+        command, user = ["python3", "-I", "-c", EXECUTOR_SOURCE], PROGRAM_USER
     result = await environment.exec(
-        ["python3", "-I", "-c", EXECUTOR_SOURCE],
+        command,
         input=json.dumps(request),
         timeout=int(wall_seconds + EXECUTOR_GRACE_SECONDS),
-        user=PROGRAM_USER,
+        user=user,
     )
     if result.returncode == SIGKILL_EXIT_CODE and not result.stdout:
         # The program killed its executor (`kill -1` reaches it: same user). The container is
@@ -72,3 +78,11 @@ async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
             f"The sandbox's executor did not report a verdict (exit code {result.returncode}). "
             f"stdout: {result.stdout[-1000:]!r} stderr: {result.stderr[-2000:]!r}"
         ) from error
+
+
+def _is(environment: SandboxEnvironment, kind: type[SandboxEnvironment]) -> bool:
+    try:
+        environment.as_type(kind)
+    except TypeError:
+        return False
+    return True

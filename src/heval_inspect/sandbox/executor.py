@@ -118,6 +118,8 @@ CHILD_ENVIRONMENT = {
 }
 STDERR_TAIL_BYTES = 4096
 POLL_SECONDS = 0.02
+# How long the pipes may stay open once everything that holds them has been killed.
+DRAIN_SECONDS = 1.0
 
 
 # Writable places a program can leave files in (the root file system is read-only).
@@ -147,8 +149,34 @@ def _container_keepers() -> set[int]:
     return keepers - {os.getpid()}
 
 
-def _kill_strays(keepers: set[int]) -> None:
-    """Kill every process but the keepers and this one, until none is left.
+class InContainer:
+    """Cleanup in the sandbox container: every process but the keepers goes, and the writable
+    scratch areas are emptied, so nothing at all survives into the next program."""
+
+    def __init__(self) -> None:
+        self.keepers = _container_keepers()
+
+    def is_stray(self, pid: int, session: int, program: int) -> bool:
+        return pid not in self.keepers
+
+    def clean_files(self, scratch: str) -> None:
+        _empty_scratch_areas()
+
+
+class OnThisMachine:
+    """Cleanup for `-T sandbox=local` (no container): only the program's own session and its
+    scratch folder; a program that starts a session of its own escapes, one reason why local
+    execution is an unsafe opt-in."""
+
+    def is_stray(self, pid: int, session: int, program: int) -> bool:
+        return session == program
+
+    def clean_files(self, scratch: str) -> None:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _kill_strays(cleanup: InContainer | OnThisMachine, program: int) -> None:
+    """Kill every process the cleanup calls a stray (never this one), until none is left.
 
     Repeated because a process may fork while the others are being killed; the container's pids
     limit bounds how many there can be, and each pass leaves fewer that can still fork.
@@ -157,14 +185,15 @@ def _kill_strays(keepers: set[int]) -> None:
     for _ in range(100):
         strays = []
         for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) in keepers or int(entry) == me:
+            if not entry.isdigit() or int(entry) == me:
                 continue
             try:
                 with open(f"/proc/{entry}/stat", "rb") as stat:
-                    state = stat.read().rsplit(b")", 1)[1].split()[0]
+                    fields = stat.read().rsplit(b")", 1)[1].split()
             except OSError:
                 continue
-            if state != b"Z":  # a zombie is already dead; init reaps it
+            # fields: state, ppid, process group, session, ...; a zombie is already dead.
+            if fields[0] != b"Z" and cleanup.is_stray(int(entry), int(fields[3]), program):
                 strays.append(int(entry))
         if not strays:
             return
@@ -193,7 +222,7 @@ def _empty_scratch_areas() -> None:
                     pass
 
 
-def run(request: dict, keepers: set[int]) -> dict:
+def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
     nonce = secrets.token_hex(16)
     scratch = tempfile.mkdtemp(prefix="program-")
     pipes = {name: os.pipe() for name in ("stdout", "stderr", "token")}
@@ -213,6 +242,7 @@ def run(request: dict, keepers: set[int]) -> dict:
     deadline = started + request["wall_seconds"]
     timed_out_wall = False
     ended = False
+    drained_by = math.inf
     while streams:
         if status is None:
             waited, waited_status, waited_usage = os.wait4(pid, os.WNOHANG)
@@ -224,7 +254,10 @@ def run(request: dict, keepers: set[int]) -> dict:
             timed_out_wall = status is None
             ended = True
             _kill_group(pid)
-            _kill_strays(keepers)
+            _kill_strays(cleanup, pid)
+            drained_by = time.monotonic() + DRAIN_SECONDS
+        elif ended and time.monotonic() > drained_by:
+            break  # a process that escaped the cleanup (local only) still holds a pipe
         ready, _, _ = select.select(list(streams), [], [], POLL_SECONDS)
         for fd in ready:
             chunk = os.read(fd, 65536)
@@ -242,7 +275,9 @@ def run(request: dict, keepers: set[int]) -> dict:
     returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - started
     cpu = usage.ru_utime + usage.ru_stime
-    _empty_scratch_areas()
+    for read_end in streams:
+        os.close(read_end)
+    cleanup.clean_files(scratch)
 
     stderr_text = stderr_tail.decode("utf-8", errors="replace")
     if token == b"P" + nonce.encode() and returncode == 0:
@@ -287,19 +322,23 @@ def _set_dumpable(dumpable: bool) -> None:
 
 
 def main() -> None:
-    # It kills every other process it may signal: outside a container that would be the user's.
-    if not os.path.exists("/.dockerenv"):
-        sys.exit("executor.py runs only inside the sandbox container.")
+    arguments = sys.argv[1:]
+    if "local" in arguments:
+        cleanup: InContainer | OnThisMachine = OnThisMachine()
+    elif os.path.exists("/.dockerenv"):
+        cleanup = InContainer()
+    else:
+        # It kills every other process it may signal: outside a container, the user's.
+        sys.exit("executor.py runs only inside the sandbox container (or with `local`).")
     # Programs run as the same user as this executor. Not dumpable, its /proc/<pid>/fd and mem
     # are closed to them: a program cannot open the executor's stdout (`/proc/<ppid>/fd/1`) to
     # write a verdict line of its own, nor its stdin to send requests.
     _set_dumpable(False)
-    keepers = _container_keepers()
-    if sys.argv[1:] == ["serve"]:
+    if "serve" in arguments:
         for line in sys.stdin:
-            print(json.dumps(run(json.loads(line), keepers)), flush=True)
+            print(json.dumps(run(json.loads(line), cleanup)), flush=True)
     else:
-        print(json.dumps(run(json.loads(sys.stdin.read()), keepers)), flush=True)
+        print(json.dumps(run(json.loads(sys.stdin.read()), cleanup)), flush=True)
 
 
 if __name__ == "__main__":

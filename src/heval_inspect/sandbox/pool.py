@@ -15,6 +15,7 @@ does not own a container (use `-T sandbox=docker` for agents that work in a sand
 import asyncio
 import json
 import os
+import shutil
 import uuid
 from typing import Any, ClassVar
 
@@ -22,9 +23,11 @@ from inspect_ai.util import (
     ExecResult,
     SandboxEnvironment,
     SandboxEnvironmentConfigType,
+    SandboxUserUnsupportedError,
     sandboxenv,
 )
 
+from ..errors import DockerUnavailableError
 from . import EXECUTOR_SOURCE, PROGRAM_USER, SandboxFailure
 
 POOL_SIZE_ENV = "HEVAL_POOL_SIZE"
@@ -167,6 +170,29 @@ class Pool:
         await _docker(*self.compose("down", "--timeout", "1"))
 
 
+async def _check_docker() -> None:
+    """Before any sample runs (so before any model is called): is there an engine to run on?"""
+    if shutil.which("docker") is None:
+        raise DockerUnavailableError(
+            "Docker is not installed, and the sandbox runs every program in a Docker container: "
+            "install Docker Engine 24 or newer with the compose v2 plugin "
+            "(https://docs.docker.com/engine/install/), then run the eval again."
+        )
+    code, _, error = await _docker("info", "--format", "{{.ServerVersion}}")
+    if code != 0:
+        raise DockerUnavailableError(
+            "Docker is not running, and the sandbox runs every program in a Docker container: "
+            "start the engine (e.g. `sudo systemctl start docker`, or Docker Desktop) until "
+            f"`docker info` works, then run the eval again. docker said: {error.strip()}"
+        )
+    code, _, _ = await _docker("compose", "version")
+    if code != 0:
+        raise DockerUnavailableError(
+            "The docker compose v2 plugin is missing (`docker compose version` fails): install "
+            "it (https://docs.docker.com/compose/install/), then run the eval again."
+        )
+
+
 def killed_executor_verdict() -> dict:
     reason = "the program killed the sandbox's executor"
     return {
@@ -201,12 +227,7 @@ class PoolSandboxEnvironment(SandboxEnvironment):
 
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
-        code, _, error = await _docker("info", "--format", "{{.ServerVersion}}")
-        if code != 0:
-            raise SandboxFailure(
-                "Docker is not running or not installed, and the sandbox needs it: start the "
-                f"Docker engine (`docker info` must work). docker said: {error.strip()}"
-            )
+        await _check_docker()
         if str(config) in cls.pools:
             return
         pool = Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], str(config), pool_size())
@@ -248,6 +269,10 @@ class PoolSandboxEnvironment(SandboxEnvironment):
         return await self.pool.run(request, timeout)
 
     async def exec(self, cmd: list[str], *args: Any, **kwargs: Any) -> ExecResult[str]:
+        if kwargs.get("user") is not None:
+            # What Inspect's probe for root access (at every sample's start) expects to hear
+            # from a sandbox that cannot run commands as that user.
+            raise SandboxUserUnsupportedError(_ONLY_PROGRAMS)
         raise NotImplementedError(_ONLY_PROGRAMS)
 
     async def write_file(self, file: str, contents: str | bytes) -> None:
