@@ -16,7 +16,7 @@ daemon and the containers), peak RSS and the ratio (2)/(1), and compares the ver
 `--busy` keeps both cores busy with other processes during both runs.
 
     python benchmarks/throughput.py canonical
-    python benchmarks/throughput.py multiline5 [--busy] [--timeout 3]
+    python benchmarks/throughput.py multiline5 [--busy] [--timeout 3] [--tasks 1000]
 
 Needs the package with its test extras, a running Docker engine and the data in ../shared/data
 (or HEVAL_DATA_DIR).
@@ -48,7 +48,7 @@ def problems(subsets: list[str]) -> list[dict]:
     return [record for name in subsets for record in load_official(FILES[name], DATA_DIR)]
 
 
-def workload(name: str) -> tuple[list[str], list[dict], list[dict]]:
+def workload(name: str, tasks: int = MULTILINE_TASKS) -> tuple[list[str], list[dict], list[dict]]:
     """(subsets, problems, completion rows) of a workload."""
     if name == "canonical":
         records = problems(SUBSETS)
@@ -58,20 +58,23 @@ def workload(name: str) -> tuple[list[str], list[dict], list[dict]]:
             [{"task_id": r["task_id"], "completion": r["canonical_solution"]} for r in records],
         )
     records = sorted(problems(["multi_line"]), key=lambda r: r["task_id"])
-    records = random.Random(SEED).sample(records, MULTILINE_TASKS)
-    rows = []
-    for record in records:
-        canonical = record["canonical_solution"]
-        indent = canonical[: len(canonical) - len(canonical.lstrip(" \t"))]
-        variants = [
-            canonical,
-            "",
-            f"{indent}pass\n",
-            f"{indent}while True:\n{indent}    pass\n",
-            f"{indent}return None\n",
-        ]
-        rows += [{"task_id": record["task_id"], "completion": v} for v in variants]
-    return ["multi_line"], records, rows
+    # The first `tasks` of one fixed shuffle: a smaller run is a prefix of the full one.
+    records = random.Random(SEED).sample(records, MULTILINE_TASKS)[:tasks]
+    return ["multi_line"], records, [row for record in records for row in five_variants(record)]
+
+
+def five_variants(record: dict) -> list[dict]:
+    """Completion rows: canonical, empty, `pass`, an infinite loop, `return None`."""
+    canonical = record["canonical_solution"]
+    indent = canonical[: len(canonical) - len(canonical.lstrip(" \t"))]
+    variants = [
+        canonical,
+        "",
+        f"{indent}pass\n",
+        f"{indent}while True:\n{indent}    pass\n",
+        f"{indent}return None\n",
+    ]
+    return [{"task_id": record["task_id"], "completion": v} for v in variants]
 
 
 def machine_cpu_seconds() -> float:
@@ -159,9 +162,15 @@ def main() -> None:
     parser.add_argument("workload", choices=["canonical", "multiline5"])
     parser.add_argument("--busy", action="store_true", help="keep both cores busy meanwhile")
     parser.add_argument("--timeout", type=float, default=3.0, help="our CPU-time limit (s)")
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        default=MULTILINE_TASKS,
+        help=f"multiline5: the first N of its {MULTILINE_TASKS} tasks (for a shorter run)",
+    )
     args = parser.parse_args()
 
-    subsets, records, rows = workload(args.workload)
+    subsets, records, rows = workload(args.workload, args.tasks)
     per_task = len(rows) // len(records)
     work = Path(tempfile.mkdtemp(prefix="heval-bench-"))
     problem_file, rows_file = work / "problems.jsonl", work / "samples.jsonl"
