@@ -14,6 +14,8 @@ Run with no argument, it answers the one request on stdin (one `docker exec` per
 `serve`, it answers one request per line of stdin until EOF, so a long-lived container runs many
 programs through one process. Either way, after each program it kills every process the program
 left in the container and empties the writable scratch areas, so nothing survives into the next.
+With `local` (the unsafe `-T sandbox=local`, no container), it cleans up only the program's own
+session and scratch folder.
 
 Why a parent and a child: each program runs in a fresh child process, forked from this executor
 before it has run any program (as the reference harness forks its workers), in a session of its
