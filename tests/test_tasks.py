@@ -23,7 +23,7 @@ def test_registered_task_has_the_published_size(name, size):
     assert len(task_function().dataset) == size
 
 
-@pytest.mark.parametrize("name", ["reference", "replay", "infill_chat"])
+@pytest.mark.parametrize("name", ["reference", "replay", "infill_chat", "infill_fim"])
 def test_solvers_are_registered(name):
     assert registry_lookup("solver", f"heval_inspect/{name}") is not None
 
@@ -52,3 +52,26 @@ def test_program_is_assembled_exactly_as_the_reference_does():
     assert assemble_program(meta["prompt"], middle, "", meta["test"], "has_close_elements") == (
         expected
     )
+
+
+@pytest.mark.parametrize("name", [name for name in TASKS])
+def test_fim_format_argument_sends_the_raw_prompt_with_stop_tokens_and_max_tokens(name):
+    task = registry_lookup("task", f"heval_inspect/{name}")(fim_format="codestral")
+    sample = task.dataset[0]
+    assert sample.input == (
+        f"[SUFFIX]{sample.metadata['suffix']}[PREFIX]{sample.metadata['prompt']}"
+    )
+    # The raw-completion providers ask for 1 token unless told otherwise.
+    assert task.config.max_tokens == 1024
+    assert task.config.stop_seqs == ["</s>", "[PREFIX]", "[SUFFIX]", "[MIDDLE]"]
+
+
+def test_chat_is_the_default_and_sets_no_generation_limits():
+    task = humaneval()
+    assert task.dataset[0].input.startswith("Complete the following Python function.")
+    assert task.config.max_tokens is None and task.config.stop_seqs is None
+
+
+def test_unknown_fim_format_is_refused_with_the_valid_names():
+    with pytest.raises(ValueError, match="Unknown fim_format 'starcoder3'.*codellama_spm"):
+        humaneval_infilling(fim_format="starcoder3")
