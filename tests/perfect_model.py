@@ -2,8 +2,8 @@
 
 Chat styles are rows of `CHAT_STYLES`, rendered by one function; a FIM answer is the canonical
 span, the family's first stop token and some garbage after it. `PerfectModelServer` serves both on
-127.0.0.1 over the HTTP APIs Inspect's providers speak (OpenAI chat completions and completions,
-Anthropic messages), finding the task by the prompt it receives. Used by the tests and by
+127.0.0.1 over the HTTP APIs Inspect's providers speak (OpenAI chat completions, responses and
+completions, Anthropic messages), finding the task by the prompt it receives. Used by the tests and by
 benchmarks/perfect_model.py.
 """
 
@@ -116,7 +116,9 @@ class Gap:
     prefix: str
     middle: str
     suffix: str
-    family: FimFormat | None  # the FIM family whose prompt this is; None for the chat prompt
+    # The FIM families whose prompt this is (Qwen2.5-Coder's and CodeGemma's layouts are the
+    # same); empty for the chat prompt.
+    families: tuple[FimFormat, ...]
 
 
 def prompt_index(records: list[dict]) -> dict[bytes, Gap]:
@@ -128,11 +130,11 @@ def prompt_index(records: list[dict]) -> dict[bytes, Gap]:
             record["canonical_solution"],
             record.get("suffix", ""),
         )
-        index[prompt_key(chat_prompt(prefix, suffix))] = Gap(prefix, middle, suffix, None)
+        index[prompt_key(chat_prompt(prefix, suffix))] = Gap(prefix, middle, suffix, ())
         for family in FIM_FORMATS.values():
-            index[prompt_key(fim_prompt(family, prefix, suffix))] = Gap(
-                prefix, middle, suffix, family
-            )
+            key = prompt_key(fim_prompt(family, prefix, suffix))
+            families = index[key].families if key in index else ()
+            index[key] = Gap(prefix, middle, suffix, (*families, family))
     return index
 
 
@@ -157,7 +159,8 @@ class PerfectModelServer:
     """The perfect model over HTTP on 127.0.0.1, in a thread, for use as a context manager.
 
     The chat style is the model name (`openai/bare_fence`, `anthropic/think_fence`); completions
-    answer in the FIM family's raw form whatever the model name. Requests are kept in `requests`
+    answer in the raw form of the FIM family the model is named after
+    (`openai-api-completions/perfect/codegemma`), else of the family whose prompt came. Requests are kept in `requests`
     (path and JSON body) so tests can check what the providers sent.
     """
 
@@ -197,18 +200,45 @@ class PerfectModelServer:
         gap = self.gap(prompt)
         return chat_answer(CHAT_STYLES[model], gap.prefix, gap.middle, gap.suffix)
 
-    def completion(self, prompt: str) -> str:
+    def completion(self, model: str, prompt: str) -> str:
+        """The raw answer of the family the model is named after, else of the prompt's family."""
         gap = self.gap(prompt)
-        if gap.family is None:
+        if not gap.families:
             raise LookupError("the completions endpoint got a chat prompt")
-        return fim_answer(gap.family, gap.middle)
+        named = [family for family in gap.families if family.name == model]
+        return fim_answer((named or list(gap.families))[0], gap.middle)
 
 
 def _text(content) -> str:
     """A message's text, whether the API sent a string or a list of parts."""
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") for part in content if part.get("type") == "text")
+    return "".join(
+        part.get("text", "") for part in content if part.get("type") in ("text", "input_text")
+    )
+
+
+def _message_events(message: dict) -> list[dict]:
+    """An Anthropic message as the server-sent events of a streamed reply (Inspect streams when
+    max_tokens is large), its text in one delta per line."""
+    text = message["content"][0]["text"]
+    start = message | {"content": [], "stop_reason": None}
+    deltas = [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": line}}
+        for line in text.splitlines(keepends=True)
+    ]
+    return [
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *deltas,
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": 1},
+        },
+        {"type": "message_stop"},
+    ]
 
 
 def _handler(server: PerfectModelServer):
@@ -235,8 +265,12 @@ def _handler(server: PerfectModelServer):
             try:
                 if path.endswith("/chat/completions"):
                     self._send(200, self._chat_completion(body))
+                elif path.endswith("/responses"):
+                    self._send(200, self._response(body))
                 elif path.endswith("/completions"):
                     self._send(200, self._completion(body))
+                elif path.endswith("/messages") and body.get("stream"):
+                    self._send_events(_message_events(self._anthropic_message(body)))
                 elif path.endswith("/messages"):
                     self._send(200, self._anthropic_message(body))
                 else:
@@ -263,9 +297,45 @@ def _handler(server: PerfectModelServer):
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
             }
 
+        def _response(self, body: dict) -> dict:
+            # OpenAI's Responses API, which Inspect uses for OpenAI models it takes for current
+            # ones (any name it does not know); the chat completions API for older ones.
+            message = body["input"] if isinstance(body["input"], str) else body["input"][-1]
+            prompt = message if isinstance(message, str) else _text(message["content"])
+            text, finish = within_max_tokens(
+                server.chat_reply(body["model"], prompt), body.get("max_output_tokens")
+            )
+            return {
+                "id": "resp_perfect",
+                "object": "response",
+                "created_at": 0,
+                "status": "completed" if finish == "stop" else "incomplete",
+                "incomplete_details": None if finish == "stop" else {"reason": "max_output_tokens"},
+                "model": body["model"],
+                "output": [
+                    {
+                        "type": "message",
+                        "id": "msg_perfect",
+                        "status": "completed",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    }
+                ],
+                "parallel_tool_calls": False,
+                "tool_choice": "auto",
+                "tools": [],
+                "usage": {
+                    "input_tokens": 1,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": 1,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": 2,
+                },
+            }
+
         def _completion(self, body: dict) -> dict:
             text, finish = within_max_tokens(
-                server.completion(body["prompt"]), body.get("max_tokens")
+                server.completion(body["model"], body["prompt"]), body.get("max_tokens")
             )
             return {
                 "id": "cmpl-perfect",
@@ -293,9 +363,15 @@ def _handler(server: PerfectModelServer):
             }
 
         def _send(self, status: int, payload: dict) -> None:
-            data = json.dumps(payload).encode()
+            self._write(status, "application/json", json.dumps(payload).encode())
+
+        def _send_events(self, events: list[dict]) -> None:
+            stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+            self._write(200, "text/event-stream", stream.encode())
+
+        def _write(self, status: int, content_type: str, data: bytes) -> None:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
