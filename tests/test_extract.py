@@ -46,9 +46,11 @@ def test_answers_without_their_final_line_break_give_the_canonical_program(style
         prefix, middle, suffix = gap(record)
         answer = chat_answer(CHAT_STYLES[style], prefix, middle, suffix)
         extracted = middle_from_chat(answer, prefix, suffix)
-        exact += extracted == middle
-        canonical = ast.dump(ast.parse(prefix + middle + suffix))
-        if ast.dump(ast.parse(prefix + extracted + suffix)) != canonical:
+        if extracted == middle:
+            exact += 1
+        elif ast.dump(ast.parse(prefix + extracted + suffix)) != ast.dump(
+            ast.parse(prefix + middle + suffix)
+        ):
             wrong.append(record["task_id"])
     assert wrong == []
     assert exact > 8000  # the rest differ by a line break the answer could not show

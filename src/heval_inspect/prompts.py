@@ -61,9 +61,9 @@ class FimFormat:
         return "PSM" if self.layout.index("{prefix}") < self.layout.index("{suffix}") else "SPM"
 
 
-# The prompts are text: a server that tokenizes them must map the token strings to the special
-# tokens (vLLM and TGI do for these families), and adds the beginning-of-sequence token itself,
-# so no BOS is written here.
+# The prompts are text: the server's tokenizer must map the token strings to the special tokens
+# (Hugging Face tokenizers do; a Codestral served with vLLM's `mistral` tokenizer mode does not),
+# and it adds the beginning-of-sequence token itself, so no BOS is written here.
 FIM_FORMATS: dict[str, FimFormat] = {
     row.name: row
     for row in [
