@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import threading
+from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal, Self
@@ -160,13 +161,14 @@ class PerfectModelServer:
 
     The chat style is the model name (`openai/bare_fence`, `anthropic/think_fence`); completions
     answer in the raw form of the FIM family the model is named after
-    (`openai-api-completions/perfect/codegemma`), else of the family whose prompt came. Requests are kept in `requests`
-    (path and JSON body) so tests can check what the providers sent.
+    (`openai-api-completions/perfect/codegemma`), else of the family whose prompt came. Requests
+    are kept in `requests` (path and JSON body) so tests can check what the providers sent.
     """
 
     def __init__(self, records: list[dict]):
         self.index = prompt_index(records)
-        self.requests: list[tuple[str, dict]] = []
+        # The latest requests only, so that a whole-benchmark run does not keep them all.
+        self.requests: deque[tuple[str, dict]] = deque(maxlen=10_000)
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._http.daemon_threads = True
