@@ -57,6 +57,8 @@ CHAT_STYLES: dict[str, ChatStyle] = {
         ChatStyle("crlf", before=PROSE_BEFORE, after=PROSE_AFTER, line_break="\r\n"),
         ChatStyle("natural_fence", exact=False),
         ChatStyle("natural_no_fence", fence=None, exact=False),
+        ChatStyle("natural_repeated_prefix_line", repeats="prefix_line", exact=False),
+        ChatStyle("natural_whole_function", repeats="whole", exact=False),
     ]
 }
 

@@ -106,10 +106,11 @@ def _without_repeated_prefix(code: str, prefix: str) -> tuple[str, bool]:
     the answer; and whether that tail was the whole prefix (the answer is a whole program).
 
     Pure indentation is left to _readings: a gap after indentation may begin with more of it.
+    An answer that is only the tail but for its final line break (the fence's) leaves nothing.
     """
     for start in _line_starts(prefix):
         tail = prefix[start:]
-        if tail.strip() and code.startswith(tail):
+        if tail.strip() and (code.startswith(tail) or code + "\n" == tail):
             return code[len(tail) :], start == 0
     return code, False
 
