@@ -181,7 +181,8 @@ def humaneval_infilling(
             epochs to the completions per task, after checking the file against the problems.
         partial: With `samples`, score only the tasks the file has completions for.
         k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
-        solver: Defaults to asking a chat model (infill_chat).
+        solver: Defaults to asking a chat model (infill_chat), or with fim_format a FIM model
+            (infill_fim).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: CPU seconds each program may use (the reference harness's 3 s).
@@ -274,7 +275,8 @@ def humaneval(
             epochs to the completions per task, after checking the file against the problems.
         partial: With `samples`, score only the tasks the file has completions for.
         k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
-        solver: Defaults to asking a chat model (infill_chat).
+        solver: Defaults to asking a chat model (infill_chat), or with fim_format a FIM model
+            (infill_fim).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: CPU seconds each program may use (the reference harness's 3 s).
