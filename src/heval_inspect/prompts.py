@@ -72,14 +72,15 @@ FIM_FORMATS: dict[str, FimFormat] = {
             "<fim_prefix>{prefix}<fim_suffix>{suffix}<fim_middle>",
             ("<|endoftext|>", "<file_sep>"),
             # <file_sep> ends a file in StarCoder2's repository-level training data.
-            "bigcode/starcoder and bigcode/starcoder2-15b model cards (huggingface.co); "
-            "bigcode-evaluation-harness bigcode_eval/tasks/santacoder_fim.py (FIM_PREFIX, ...)",
+            "bigcode-evaluation-harness bigcode_eval/tasks/santacoder_fim.py (FIM_PREFIX, ...); "
+            "StarCoder 2 paper, arXiv:2402.19173 section 5 (<file_sep> between files)",
         ),
         FimFormat(
             "santacoder",
             "<fim-prefix>{prefix}<fim-suffix>{suffix}<fim-middle>",
             ("<|endoftext|>",),
-            "bigcode/santacoder model card (huggingface.co): hyphens, not underscores",
+            "bigcode/santacoder model card (huggingface.co): <fim-prefix>, <fim-suffix>, "
+            "<fim-middle>, not the underscored StarCoder tokens; TGI's santacoder.py (EOD)",
         ),
         FimFormat(
             "codellama",
