@@ -47,13 +47,13 @@ def column(log) -> str:
 
 
 def table(rows: dict[str, dict[str, tuple[float, float]]]) -> str:
-    header = f"{'style or family':28}" + "".join(f"{name:>19}" for name in COLUMNS)
-    lines = [header, f"{'':28}" + "".join(f"{'pass@1 / exact':>19}" for _ in COLUMNS)]
+    header = f"{'style or family':32}" + "".join(f"{name:>19}" for name in COLUMNS)
+    lines = [header, f"{'':32}" + "".join(f"{'pass@1 / exact':>19}" for _ in COLUMNS)]
     for name, cells in rows.items():
         values = [cells.get(c) for c in COLUMNS]
         lines.append(
-            f"{name:28}"
-            + "".join(f"{'-':>19}" if v is None else f"{v[0]:>12.3f} / {v[1]:.3f}" for v in values)
+            f"{name:32}"
+            + "".join(f"{'-':>19}" if v is None else f"{v[0]:>11.3f} / {v[1]:.3f}" for v in values)
         )
     return "\n".join(lines)
 
