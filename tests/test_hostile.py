@@ -86,8 +86,10 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
     ),
     # Resources.
     "fork bomb": (
-        "    import posix\n    while True:\n        try:\n            posix.fork()\n"
-        "        except OSError:\n            pass\n",
+        (
+            "    import posix\n    while True:\n        try:\n            posix.fork()\n"
+            "        except OSError:\n            pass\n"
+        ),
         "timed out",
     ),
     "memory bomb": (

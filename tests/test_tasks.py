@@ -8,8 +8,8 @@ import pytest
 from inspect_ai._util.registry import registry_lookup
 
 import heval_inspect  # noqa: F401  (registers the package's tasks, solvers and scorers)
-from heval_inspect.scorer import assemble_program
 from heval_inspect.errors import TaskArgumentError
+from heval_inspect.scorer import assemble_program
 from heval_inspect.tasks import humaneval, humaneval_infilling, humaneval_single_line_infilling
 
 TASKS = {
@@ -28,7 +28,7 @@ def test_registered_task_has_the_published_size(name, size):
     assert len(task_function().dataset) == size
 
 
-@pytest.mark.parametrize("name", ["reference", "replay", "infill_chat"])
+@pytest.mark.parametrize("name", ["reference", "replay", "infill_chat", "infill_fim"])
 def test_solvers_are_registered(name):
     assert registry_lookup("solver", f"heval_inspect/{name}") is not None
 
@@ -80,9 +80,32 @@ def test_bad_argument_on_the_command_line_is_one_message_and_no_log(argument, me
         [str(Path(sys.executable).with_name("inspect")), "eval",
          "heval_inspect/humaneval_infilling", "--model", "none", "-T", argument,
          "--log-dir", str(tmp_path / "logs")],
-        capture_output=True, text=True, cwd=tmp_path,
+        capture_output=True, text=True, cwd=tmp_path, check=False,
     )  # fmt: skip
     assert run.returncode != 0
     output = " ".join((run.stdout + run.stderr).split())  # unwrapped from the terminal's width
     assert message in output and "Traceback" not in output, output
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
+
+
+@pytest.mark.parametrize("name", [name for name in TASKS])
+def test_fim_format_argument_sends_the_raw_prompt_with_stop_tokens_and_max_tokens(name):
+    task = registry_lookup("task", f"heval_inspect/{name}")(fim_format="codestral")
+    sample = task.dataset[0]
+    assert sample.input == (
+        f"[SUFFIX]{sample.metadata['suffix']}[PREFIX]{sample.metadata['prompt']}"
+    )
+    # The raw-completion providers ask for 1 token unless told otherwise.
+    assert task.config.max_tokens == 1024
+    assert task.config.stop_seqs == ["</s>", "[PREFIX]", "[SUFFIX]", "[MIDDLE]"]
+
+
+def test_chat_is_the_default_and_sets_no_generation_limits():
+    task = humaneval()
+    assert task.dataset[0].input.startswith("Complete the following Python function.")
+    assert task.config.max_tokens is None and task.config.stop_seqs is None
+
+
+def test_unknown_fim_format_is_refused_with_the_valid_names():
+    with pytest.raises(ValueError, match="Unknown fim_format 'starcoder3'.*codellama_spm"):
+        humaneval_infilling(fim_format="starcoder3")

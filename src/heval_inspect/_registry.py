@@ -3,7 +3,7 @@
 from .metrics import KTooLargeWarning, humaneval_metrics
 from .sandbox.pool import PoolSandboxEnvironment  # noqa: F401  (registers the heval_pool sandbox)
 from .scorer import unit_tests
-from .solvers import infill_chat, reference, replay
+from .solvers import infill_chat, infill_fim, reference, replay
 from .tasks import (
     humaneval,
     humaneval_infilling,
@@ -23,6 +23,7 @@ __all__ = [
     "humaneval_random_span_infilling_light",
     "humaneval_single_line_infilling",
     "infill_chat",
+    "infill_fim",
     "reference",
     "replay",
     "unit_tests",

@@ -62,7 +62,9 @@ def parse_ks(k: int | str | Iterable[int | str]) -> list[int]:
     except ValueError:
         ks = []
     if not ks or ks[0] < 1:
-        raise TaskArgumentError(f"k={k!r}: give one or more whole numbers of 1 or more, e.g. -T k=1,10.")
+        raise TaskArgumentError(
+            f"k={k!r}: give one or more whole numbers of 1 or more, e.g. -T k=1,10."
+        )
     return ks
 
 

@@ -30,10 +30,10 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         # Solvers of this package leave the gap's code in the store; any other solver's answer
         # is read as a chat answer.
+        meta = state.metadata
         middle = state.store.get(MIDDLE)
         if middle is None:
-            middle = middle_from_chat(state.output.completion)
-        meta = state.metadata
+            middle = middle_from_chat(state.output.completion, meta["prompt"], meta["suffix"])
         program = assemble_program(
             meta["prompt"], middle, meta["suffix"], meta["test"], meta["entry_point"]
         )

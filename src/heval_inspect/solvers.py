@@ -1,10 +1,11 @@
-"""Solvers: ask a chat model for the gap, or answer without any model (reference)."""
+"""Solvers: ask a chat or a FIM model for the gap, or answer without any model (reference)."""
 
 from inspect_ai.model import ChatMessageAssistant, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
+from . import prompts
 from .data import read_completions
-from .extract import middle_from_chat
+from .extract import middle_from_chat, middle_from_fim
 
 # Where a solver leaves the code for the gap, for the scorer to insert as is.
 MIDDLE = "heval_inspect:middle"
@@ -17,7 +18,31 @@ def infill_chat() -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         state = await ask(state, generate)
-        state.store.set(MIDDLE, middle_from_chat(state.output.completion))
+        middle = middle_from_chat(
+            state.output.completion, state.metadata["prompt"], state.metadata["suffix"]
+        )
+        state.store.set(MIDDLE, middle)
+        return state
+
+    return solve
+
+
+@solver
+def infill_fim(fim_format: str) -> Solver:
+    """Send the raw FIM prompt (the sample's input) and take the completion up to a stop token.
+
+    The tasks' `fim_format` argument builds that input and sets max_tokens and the family's stop
+    sequences in the task's generate config (raw-completion providers default to 1 token).
+
+    Args:
+        fim_format: The model family, a key of prompts.FIM_FORMATS (e.g. "starcoder").
+    """
+    family = prompts.fim_format(fim_format)
+    ask = generate()
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        state = await ask(state, generate)
+        state.store.set(MIDDLE, middle_from_fim(state.output.completion, family.stop))
         return state
 
     return solve

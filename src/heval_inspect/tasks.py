@@ -14,16 +14,18 @@ from typing import Any, Literal
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Solver
 
+from . import prompts
 from .data import HUMANEVAL, SUBSETS, load_official, read_completions, read_problems
 from .errors import DataError, TaskArgumentError
 from .metrics import humaneval_metrics, parse_ks
-from .prompts import chat_prompt
+from .prompts import FimFormat, chat_prompt, fim_prompt
 from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
 from .scorer import unit_tests
-from .solvers import infill_chat, replay
+from .solvers import infill_chat, infill_fim, replay
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +35,17 @@ logger = logging.getLogger(__name__)
 SandboxName = Literal["pool", "docker", "local"]
 SANDBOX_TYPES = {"pool": "heval_pool", "docker": "docker", "local": "local"}
 
+# Room for the longest canonical span (under 300 tokens) and a model's detours; the raw-completion
+# providers would otherwise ask for 1 token. `--max-tokens` overrides it.
+FIM_MAX_TOKENS = 1024
 
-def record_to_sample(record: dict, subset: str) -> Sample:
+
+def record_to_sample(record: dict, subset: str, fim: FimFormat | None = None) -> Sample:
+    """One problem as a sample; its input is the chat prompt, or the raw prompt of a FIM family."""
     prompt, suffix = record["prompt"], record.get("suffix", "")
     return Sample(
         id=record["task_id"],
-        input=chat_prompt(prompt, suffix),
+        input=fim_prompt(fim, prompt, suffix) if fim else chat_prompt(prompt, suffix),
         target=record["canonical_solution"],
         metadata={
             "subset": subset,
@@ -105,6 +112,7 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
 
 def _task(
     samples: list[Sample],
+    fim: FimFormat | None,
     completions: str | None,
     partial: bool,
     k: int | str | list[int],
@@ -118,10 +126,17 @@ def _task(
     if completions:
         samples, epochs = _replayed(samples, completions, partial)
         solver = solver or replay(completions)
+    if fim:
+        solver = solver or infill_fim(fim.name)
     return Task(
         dataset=MemoryDataset(samples),
         epochs=epochs,
         solver=solver or infill_chat(),
+        config=(
+            GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
+            if fim
+            else GenerateConfig()
+        ),
         scorer=scorer or unit_tests(timeout=timeout),
         # The pass@k asked for; a scorer of the user's own keeps its own metrics.
         metrics=None if scorer else [humaneval_metrics(k)],
@@ -174,6 +189,7 @@ def humaneval_infilling(
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
+    fim_format: str | None = None,
     **unknown: Any,
 ) -> Task:
     """HumanEval-Infilling: every sample asks for the code of one gap.
@@ -189,12 +205,18 @@ def humaneval_infilling(
             epochs to the completions per task, after checking the file against the problems.
         partial: With `samples`, score only the tasks the file has completions for.
         k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
-        solver: Defaults to asking a chat model (infill_chat).
+        solver: Defaults to asking a chat model (infill_chat), or with fim_format a FIM model
+            (infill_fim).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: CPU seconds each program may use (the reference harness's 3 s).
+        fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
+            (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
+            codegemma, codestral, incoder), through a raw-completion provider such as
+            openai-api-completions/... or vllm-completions/...; default: a chat prompt.
     """
     refuse_unknown_arguments("humaneval_infilling", humaneval_infilling, unknown)
+    fim = prompts.fim_format(fim_format) if fim_format else None
     if problem_file:
         records = [(record, Path(problem_file).stem) for record in read_problems(problem_file)]
     else:
@@ -203,8 +225,8 @@ def humaneval_infilling(
             for name in parse_subsets(subsets)
             for record in load_official(SUBSETS[name], data_dir)
         ]
-    dataset = [record_to_sample(record, subset) for record, subset in records]
-    return _task(dataset, samples, partial, k, solver, scorer, sandbox, timeout)
+    dataset = [record_to_sample(record, subset, fim) for record, subset in records]
+    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout)
 
 
 def _subset_task(name: str, subset: str, size: str):
@@ -221,6 +243,7 @@ def _subset_task(name: str, subset: str, size: str):
         scorer: Scorer | None = None,
         sandbox: SandboxName = "pool",
         timeout: float = DEFAULT_TIMEOUT,
+        fim_format: str | None = None,
         **unknown: Any,
     ) -> Task:
         refuse_unknown_arguments(name, subset_task, unknown)
@@ -235,6 +258,7 @@ def _subset_task(name: str, subset: str, size: str):
             scorer=scorer,
             sandbox=sandbox,
             timeout=timeout,
+            fim_format=fim_format,
         )
 
     subset_task.__doc__ = f"HumanEval-Infilling, {subset.replace('_', '-')} subset ({size} tasks)."
@@ -266,6 +290,7 @@ def humaneval(
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
+    fim_format: str | None = None,
     **unknown: Any,
 ) -> Task:
     """HumanEval: complete each function from its signature and docstring (164 problems).
@@ -278,15 +303,21 @@ def humaneval(
             epochs to the completions per task, after checking the file against the problems.
         partial: With `samples`, score only the tasks the file has completions for.
         k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
-        solver: Defaults to asking a chat model (infill_chat).
+        solver: Defaults to asking a chat model (infill_chat), or with fim_format a FIM model
+            (infill_fim).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: CPU seconds each program may use (the reference harness's 3 s).
+        fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
+            (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
+            codegemma, codestral, incoder), through a raw-completion provider such as
+            openai-api-completions/... or vllm-completions/...; default: a chat prompt.
     """
     refuse_unknown_arguments("humaneval", humaneval, unknown)
+    fim = prompts.fim_format(fim_format) if fim_format else None
     if problem_file:
         records = read_problems(problem_file)
     else:
         records = load_official(HUMANEVAL, data_dir)
-    dataset = [record_to_sample(record, "humaneval") for record in records]
-    return _task(dataset, samples, partial, k, solver, scorer, sandbox, timeout)
+    dataset = [record_to_sample(record, "humaneval", fim) for record in records]
+    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout)

@@ -1,0 +1,383 @@
+"""A perfect model: it answers every task with its canonical span, the way real models write it.
+
+Chat styles are rows of `CHAT_STYLES`, rendered by one function; a FIM answer is the canonical
+span, the family's first stop token and some garbage after it. `PerfectModelServer` serves both on
+127.0.0.1 over the HTTP APIs Inspect's providers speak (OpenAI chat completions, responses and
+completions, Anthropic messages), finding the task by the prompt it receives. Used by the tests and by
+benchmarks/perfect_model.py.
+"""
+
+import hashlib
+import json
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Literal, Self
+
+from heval_inspect.prompts import FIM_FORMATS, FimFormat, chat_prompt, fim_prompt
+
+# What a model may write after its stop token: never part of the middle.
+GARBAGE = "\ndef unrelated():\n    return 'after the stop token'\n"
+THOUGHT = "<think>\nThe gap needs the missing code; a ```python block\nholds it.\n</think>\n\n"
+PROSE_BEFORE = "Here is the missing code:\n\n"
+PROSE_AFTER = "\n\nIt fills the gap so that the tests pass."
+
+
+@dataclass(frozen=True)
+class ChatStyle:
+    name: str
+    before: str = ""  # text before the code (prose, a think block)
+    after: str = ""
+    fence: str | None = "python"  # the fence's language tag; None: no fence
+    closed: bool = True  # False: the fence is never closed
+    repeats: Literal["nothing", "prefix_line", "suffix_line", "whole"] = "nothing"
+    line_break: str = "\n"
+    # False: the code's own final line break is not shown (the fence's line break stands for it,
+    # or the API dropped it), as most real answers go. Then the answer cannot tell whether the
+    # middle ends its line, and only the program, not the span, can be recovered exactly.
+    exact: bool = True
+
+
+CHAT_STYLES: dict[str, ChatStyle] = {
+    style.name: style
+    for style in [
+        ChatStyle("bare_fence"),
+        ChatStyle("prose_fence", before=PROSE_BEFORE, after=PROSE_AFTER),
+        ChatStyle("think_fence", before=THOUGHT),
+        ChatStyle("repeated_prefix_line", repeats="prefix_line"),
+        ChatStyle("whole_function", before=PROSE_BEFORE, repeats="whole"),
+        ChatStyle("no_fence", fence=None),
+        ChatStyle("py_tag", fence="py"),
+        ChatStyle("python3_tag", fence="python3"),
+        ChatStyle("untagged_fence", fence=""),
+        ChatStyle("unclosed_fence", before=PROSE_BEFORE, closed=False),
+        ChatStyle("repeated_suffix_line", repeats="suffix_line"),
+        ChatStyle("crlf", before=PROSE_BEFORE, after=PROSE_AFTER, line_break="\r\n"),
+        ChatStyle("natural_fence", exact=False),
+        ChatStyle("natural_no_fence", fence=None, exact=False),
+        ChatStyle("natural_repeated_prefix_line", repeats="prefix_line", exact=False),
+        ChatStyle("natural_whole_function", repeats="whole", exact=False),
+    ]
+}
+
+
+def chat_answer(style: ChatStyle, prefix: str, middle: str, suffix: str) -> str:
+    """What a perfect chat model answers in this style."""
+    code = _repeated_prefix(style, prefix) + middle + _repeated_suffix(style, middle, suffix)
+    if not style.exact and code.endswith("\n"):
+        code = code[:-1]
+    if style.fence is None:
+        text = code
+    else:
+        # The fence lines enclose the code: its own final line break, if shown, makes an empty
+        # last line.
+        text = f"```{style.fence}\n{code}" + ("\n```" if style.closed else "")
+    return (style.before + text + style.after).replace("\n", style.line_break)
+
+
+def _repeated_prefix(style: ChatStyle, prefix: str) -> str:
+    if style.repeats == "whole":
+        return prefix
+    if style.repeats != "prefix_line":
+        return ""
+    # Restart at the beginning of the last line with code: the gap's own line, or the lines
+    # before it when the gap's line has no code before the gap.
+    start = len(prefix)
+    while start > 0 and not prefix[start:].strip():
+        start = prefix.rfind("\n", 0, start - 1) + 1
+    return prefix[start:]
+
+
+def _repeated_suffix(style: ChatStyle, middle: str, suffix: str) -> str:
+    if style.repeats == "whole":
+        return suffix
+    if style.repeats != "suffix_line" or not suffix.strip():
+        return ""
+    if not (middle.endswith("\n") or suffix.startswith("\n")):
+        # A gap that ends within a line: repeating the rest of that line reads the same as a
+        # middle that ends with that text, which extract.py resolves by the middle's own reading.
+        return ""
+    # Up to the end of the first line that holds code.
+    code_at = len(suffix) - len(suffix.lstrip())
+    end = suffix.find("\n", code_at)
+    return suffix if end == -1 else suffix[:end]
+
+
+def fim_answer(family: FimFormat, middle: str) -> str:
+    """What a FIM model generates when the server does not cut at the stop sequences."""
+    return middle + family.stop[0] + GARBAGE
+
+
+def prompt_key(prompt: str) -> bytes:
+    return hashlib.sha256(prompt.encode()).digest()
+
+
+@dataclass(frozen=True)
+class Gap:
+    prefix: str
+    middle: str
+    suffix: str
+    # The FIM families whose prompt this is (Qwen2.5-Coder's and CodeGemma's layouts are the
+    # same); empty for the chat prompt.
+    families: tuple[FimFormat, ...]
+
+
+def prompt_index(records: list[dict]) -> dict[bytes, Gap]:
+    """Every prompt the tasks can send (chat, and each FIM family's), to its gap."""
+    index = {}
+    for record in records:
+        prefix, middle, suffix = (
+            record["prompt"],
+            record["canonical_solution"],
+            record.get("suffix", ""),
+        )
+        index[prompt_key(chat_prompt(prefix, suffix))] = Gap(prefix, middle, suffix, ())
+        for family in FIM_FORMATS.values():
+            key = prompt_key(fim_prompt(family, prefix, suffix))
+            families = index[key].families if key in index else ()
+            index[key] = Gap(prefix, middle, suffix, (*families, family))
+    return index
+
+
+def within_max_tokens(text: str, max_tokens: int | None) -> tuple[str, str]:
+    """The text a model limited to max_tokens returns, and why it stopped.
+
+    Tokens are approximated by runs of whitespace, words and single symbols, which is no longer
+    than what real tokenizers make of code.
+    """
+    if max_tokens is None:
+        return text, "stop"
+    pieces = re.findall(r"\s+|\w+|[^\w\s]", text)
+    if len(pieces) <= max_tokens:
+        return text, "stop"
+    return "".join(pieces[:max_tokens]), "length"
+
+
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+
+
+class PerfectModelServer:
+    """The perfect model over HTTP on 127.0.0.1, in a thread, for use as a context manager.
+
+    The chat style is the model name (`openai/bare_fence`, `anthropic/think_fence`); completions
+    answer in the raw form of the FIM family the model is named after
+    (`openai-api-completions/perfect/codegemma`), else of the family whose prompt came. Requests
+    are kept in `requests` (path and JSON body) so tests can check what the providers sent.
+    """
+
+    def __init__(self, records: list[dict]):
+        self.index = prompt_index(records)
+        # The latest requests only, so that a whole-benchmark run does not keep them all.
+        self.requests: deque[tuple[str, dict]] = deque(maxlen=10_000)
+        self._lock = threading.Lock()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The base URL without /v1 (Anthropic's client adds it; OpenAI's wants it given)."""
+        return f"http://127.0.0.1:{self._http.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join(timeout=10)
+
+    def record(self, path: str, body: dict) -> None:
+        with self._lock:
+            self.requests.append((path, body))
+
+    def gap(self, prompt: str) -> Gap:
+        gap = self.index.get(prompt_key(prompt))
+        if gap is None:
+            raise LookupError(f"no task has this prompt: {prompt[:200]!r}")
+        return gap
+
+    def chat_reply(self, model: str, prompt: str) -> str:
+        gap = self.gap(prompt)
+        return chat_answer(CHAT_STYLES[model], gap.prefix, gap.middle, gap.suffix)
+
+    def completion(self, model: str, prompt: str) -> str:
+        """The raw answer of the family the model is named after, else of the prompt's family."""
+        gap = self.gap(prompt)
+        if not gap.families:
+            raise LookupError("the completions endpoint got a chat prompt")
+        named = [family for family in gap.families if family.name == model]
+        return fim_answer((named or list(gap.families))[0], gap.middle)
+
+
+def _text(content) -> str:
+    """A message's text, whether the API sent a string or a list of parts."""
+    if isinstance(content, str):
+        return content
+    return "".join(
+        part.get("text", "") for part in content if part.get("type") in ("text", "input_text")
+    )
+
+
+def _message_events(message: dict) -> list[dict]:
+    """An Anthropic message as the server-sent events of a streamed reply (Inspect streams when
+    max_tokens is large), its text in one delta per line."""
+    text = message["content"][0]["text"]
+    start = message | {"content": [], "stop_reason": None}
+    deltas = [
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": line}}
+        for line in text.splitlines(keepends=True)
+    ]
+    return [
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *deltas,
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": 1},
+        },
+        {"type": "message_stop"},
+    ]
+
+
+def _handler(server: PerfectModelServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:  # keep test output clean
+            pass
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._send(200, {"object": "list", "data": [{"id": "perfect", "object": "model"}]})
+            else:
+                self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            if length > MAX_REQUEST_BYTES:
+                self._send(413, {"error": {"message": "request too large"}})
+                return
+            body = json.loads(self.rfile.read(length) or b"{}")
+            path = self.path.split("?")[0]
+            server.record(path, body)
+            try:
+                if path.endswith("/chat/completions"):
+                    self._send(200, self._chat_completion(body))
+                elif path.endswith("/responses"):
+                    self._send(200, self._response(body))
+                elif path.endswith("/completions"):
+                    self._send(200, self._completion(body))
+                elif path.endswith("/messages") and body.get("stream"):
+                    self._send_events(_message_events(self._anthropic_message(body)))
+                elif path.endswith("/messages"):
+                    self._send(200, self._anthropic_message(body))
+                else:
+                    self._send(404, {"error": {"message": f"no route {path}"}})
+            except (LookupError, KeyError) as error:
+                self._send(400, {"error": {"type": "invalid_request_error", "message": str(error)}})
+
+        def _chat_completion(self, body: dict) -> dict:
+            prompt = _text(body["messages"][-1]["content"])
+            limit = body.get("max_completion_tokens", body.get("max_tokens"))
+            text, finish = within_max_tokens(server.chat_reply(body["model"], prompt), limit)
+            return {
+                "id": "chatcmpl-perfect",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": finish,
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+
+        def _response(self, body: dict) -> dict:
+            # OpenAI's Responses API, which Inspect uses for OpenAI models it takes for current
+            # ones (any name it does not know); the chat completions API for older ones.
+            message = body["input"] if isinstance(body["input"], str) else body["input"][-1]
+            prompt = message if isinstance(message, str) else _text(message["content"])
+            text, finish = within_max_tokens(
+                server.chat_reply(body["model"], prompt), body.get("max_output_tokens")
+            )
+            return {
+                "id": "resp_perfect",
+                "object": "response",
+                "created_at": 0,
+                "status": "completed" if finish == "stop" else "incomplete",
+                "incomplete_details": None if finish == "stop" else {"reason": "max_output_tokens"},
+                "model": body["model"],
+                "output": [
+                    {
+                        "type": "message",
+                        "id": "msg_perfect",
+                        "status": "completed",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    }
+                ],
+                "parallel_tool_calls": False,
+                "tool_choice": "auto",
+                "tools": [],
+                "usage": {
+                    "input_tokens": 1,
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": 1,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": 2,
+                },
+            }
+
+        def _completion(self, body: dict) -> dict:
+            text, finish = within_max_tokens(
+                server.completion(body["model"], body["prompt"]), body.get("max_tokens")
+            )
+            return {
+                "id": "cmpl-perfect",
+                "object": "text_completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+
+        def _anthropic_message(self, body: dict) -> dict:
+            prompt = _text(body["messages"][-1]["content"])
+            text, finish = within_max_tokens(
+                server.chat_reply(body["model"], prompt), body.get("max_tokens")
+            )
+            return {
+                "id": "msg_perfect",
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn" if finish == "stop" else "max_tokens",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            }
+
+        def _send(self, status: int, payload: dict) -> None:
+            self._write(status, "application/json", json.dumps(payload).encode())
+
+        def _send_events(self, events: list[dict]) -> None:
+            stream = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+            self._write(200, "text/event-stream", stream.encode())
+
+        def _write(self, status: int, content_type: str, data: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler

@@ -1,0 +1,25 @@
+"""The README shows what the code does: the exact prompts and every FIM family's row."""
+
+from pathlib import Path
+
+from heval_inspect.prompts import COMPLETE_INSTRUCTION, FIM_FORMATS, GAP, INFILL_INSTRUCTION
+
+README = (Path(__file__).parents[1] / "README.md").read_text()
+
+
+def test_readme_shows_the_exact_chat_prompts():
+    assert INFILL_INSTRUCTION.format(prefix="{prefix}", suffix="{suffix}", gap=GAP) in README
+    assert COMPLETE_INSTRUCTION.format(prefix="{prefix}") in README
+
+
+def test_readme_fim_table_has_every_family_with_its_layout_order_and_stop_tokens():
+    # GitHub tables need the pipes inside code spans escaped.
+    rows = {
+        line.split(" | ")[0].strip("| `"): line.replace("\\|", "|")
+        for line in README.splitlines()
+        if line.startswith("| `") and "{prefix}" in line and " order " not in line
+    }
+    assert set(rows) == set(FIM_FORMATS)
+    for name, row in FIM_FORMATS.items():
+        assert f"`{row.layout}` | {row.order} | " in rows[name]
+        assert rows[name].endswith(", ".join(f"`{stop}`" for stop in row.stop) + " |")

@@ -1,0 +1,199 @@
+"""Answer extraction and FIM prompts, on every task of the real data files. No sandbox needed."""
+
+import ast
+
+import pytest
+
+from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
+from heval_inspect.extract import middle_from_chat, middle_from_fim
+from heval_inspect.prompts import FIM_FORMATS, fim_format, fim_prompt
+
+from .perfect_model import CHAT_STYLES, chat_answer, fim_answer
+
+EXACT_STYLES = [name for name, style in CHAT_STYLES.items() if style.exact]
+INEXACT_STYLES = [name for name, style in CHAT_STYLES.items() if not style.exact]
+
+
+@pytest.fixture(scope="module")
+def every_task() -> list[dict]:
+    """All 8,652 infilling tasks and the 164 HumanEval problems (suffix empty)."""
+    files = [*SUBSETS.values(), HUMANEVAL]
+    records = [record for file in files for record in load_official(file)]
+    assert len(records) == 8816
+    return records
+
+
+def gap(record: dict) -> tuple[str, str, str]:
+    return record["prompt"], record["canonical_solution"], record.get("suffix", "")
+
+
+@pytest.mark.parametrize("style", EXACT_STYLES)
+def test_each_chat_style_gives_back_the_canonical_span_of_every_task(style, every_task):
+    wrong = []
+    for record in every_task:
+        prefix, middle, suffix = gap(record)
+        answer = chat_answer(CHAT_STYLES[style], prefix, middle, suffix)
+        if middle_from_chat(answer, prefix, suffix) != middle:
+            wrong.append(record["task_id"])
+    assert wrong == []
+
+
+@pytest.mark.parametrize("style", INEXACT_STYLES)
+def test_answers_without_their_final_line_break_give_the_canonical_program(style, every_task):
+    # Exactly the canonical program, up to line breaks that Python ignores (same syntax tree).
+    wrong, exact = [], 0
+    for record in every_task:
+        prefix, middle, suffix = gap(record)
+        answer = chat_answer(CHAT_STYLES[style], prefix, middle, suffix)
+        extracted = middle_from_chat(answer, prefix, suffix)
+        if extracted == middle:
+            exact += 1
+        elif ast.dump(ast.parse(prefix + extracted + suffix)) != ast.dump(
+            ast.parse(prefix + middle + suffix)
+        ):
+            wrong.append(record["task_id"])
+    assert wrong == []
+    assert exact > 8000  # the rest differ by a line break the answer could not show
+
+
+@pytest.mark.parametrize("family", FIM_FORMATS)
+def test_each_fim_completion_is_cut_at_its_stop_token(family, every_task):
+    row = FIM_FORMATS[family]
+    wrong = [
+        record["task_id"]
+        for record in every_task
+        if middle_from_fim(fim_answer(row, record["canonical_solution"]), row.stop)
+        != record["canonical_solution"]
+    ]
+    assert wrong == []
+    for stop in row.stop:
+        assert (
+            middle_from_fim(f"    return x\n{stop}junk{row.stop[0]}", row.stop) == "    return x\n"
+        )
+
+
+def test_fim_completion_without_a_stop_token_is_kept_whole():
+    assert middle_from_fim("    return x  \n", FIM_FORMATS["starcoder"].stop) == "    return x  \n"
+
+
+# Each family's prompt for prefix "P" and suffix "S", written out by hand from its source.
+DOCUMENTED_LAYOUTS = {
+    "starcoder": ("<fim_prefix>P<fim_suffix>S<fim_middle>", "PSM", "<|endoftext|>"),
+    "santacoder": ("<fim-prefix>P<fim-suffix>S<fim-middle>", "PSM", "<|endoftext|>"),
+    "codellama": ("<PRE> P <SUF>S <MID>", "PSM", "<EOT>"),
+    "codellama_spm": ("<PRE> <SUF>S <MID> P", "SPM", "<EOT>"),
+    "deepseek": (
+        "<｜fim▁begin｜>P<｜fim▁hole｜>S<｜fim▁end｜>",
+        "PSM",
+        "<｜end▁of▁sentence｜>",
+    ),
+    "qwen2.5-coder": ("<|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>", "PSM", "<|endoftext|>"),
+    "codegemma": ("<|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>", "PSM", "<|file_separator|>"),
+    "codestral": ("[SUFFIX]S[PREFIX]P", "SPM", "</s>"),
+    "incoder": ("P<|mask:0|>S<|mask:1|><|mask:0|>", "PSM", "<|endofmask|>"),
+}
+
+
+def test_every_family_is_documented_here():
+    assert set(DOCUMENTED_LAYOUTS) == set(FIM_FORMATS)
+
+
+@pytest.mark.parametrize("family", DOCUMENTED_LAYOUTS)
+def test_fim_prompt_has_the_familys_documented_layout(family):
+    layout, order, first_stop = DOCUMENTED_LAYOUTS[family]
+    row = fim_format(family)
+    assert fim_prompt(row, "P", "S") == layout
+    assert row.order == order
+    assert row.stop[0] == first_stop
+    assert row.source  # every row says where its format comes from
+
+
+def test_deepseek_tokens_use_full_width_bars_and_the_sentencepiece_space():
+    prompt = fim_prompt(FIM_FORMATS["deepseek"], "P", "S")
+    assert prompt == "<｜fim▁begin｜>P<｜fim▁hole｜>S<｜fim▁end｜>"
+    assert "\uff5c" in prompt and "\u2581" in prompt and "|" not in prompt and "_" not in prompt
+
+
+def test_fim_prompt_keeps_code_with_braces_and_tokens_intact():
+    prefix, suffix = "def f():\n    return {'a': '{prefix}'}[", "]\n"
+    assert fim_prompt(FIM_FORMATS["starcoder"], prefix, suffix) == (
+        f"<fim_prefix>{prefix}<fim_suffix>{suffix}<fim_middle>"
+    )
+
+
+def test_unknown_fim_format_names_the_valid_ones():
+    with pytest.raises(ValueError, match="Unknown fim_format 'starcoder3'.*starcoder, santacoder"):
+        fim_format("starcoder3")
+
+
+# Messy answers, each with the code around the gap it answers.
+HAS_CLOSE = "def f(xs):\n    for x in xs:\n"
+AFTER = "    return False\n"
+
+
+@pytest.mark.parametrize(
+    "answer, prefix, suffix, middle",
+    [
+        # prose around a fence; the tag in any case
+        ("Sure!\n```Python\n        if x: return True\n```\nDone.", HAS_CLOSE, AFTER, None),
+        # a block of another language first: the python block is the code
+        ("```text\nnot code\n```\n```py\n        if x: return True\n```", HAS_CLOSE, AFTER, None),
+        # no python block at all: the first block
+        ("```text\n        if x: return True\n```", HAS_CLOSE, AFTER, None),
+        # CRLF, an unclosed fence
+        ("```python\r\n        if x: return True\r\n", HAS_CLOSE, AFTER, None),
+        # a lone </think> (the opening tag was consumed by the server), then a fence
+        ("plan```\n</think>\n```python\n        if x: return True\n```", HAS_CLOSE, AFTER, None),
+        # unfenced after a think block
+        ("<think>x</think>\n\n        if x: return True", HAS_CLOSE, AFTER, None),
+        # repeats the line before the gap, and the line after it
+        (
+            "```python\n    for x in xs:\n        if x: return True\n    return False\n```",
+            HAS_CLOSE,
+            AFTER,
+            None,
+        ),
+        # the gap starts after indentation; the answer restarts the line with full indentation
+        (
+            "```python\n        if y: return True\n```",
+            HAS_CLOSE + "        y = x\n        ",
+            AFTER,
+            "if y: return True\n",
+        ),
+        # an empty gap: an empty fence
+        ("```python\n```", "x = [1, ", "2]\n", ""),
+        ("The gap is empty.\n\n```python\n\n```", "x = [1, ", "2]\n", ""),
+        # a mid-line gap with the closing fence right after the code
+        ("```python\n2, ```", "x = [1, ", "3]\n", "2, "),
+    ],
+)
+def test_messy_chat_answers(answer, prefix, suffix, middle):
+    expected = "        if x: return True\n" if middle is None else middle
+    assert middle_from_chat(answer, prefix, suffix) == expected
+
+
+HUMANEVAL_PROMPT = (
+    "from typing import List\n\n\ndef total(xs: List[int]) -> int:\n"
+    '    """Sum of xs.\n    >>> total([1, 2])\n    3\n    """\n'
+)
+BODY = "    result = 0\n    for x in xs:\n        result += x\n    return result\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"```python\n{BODY}```",  # the body
+        f"```python\n{HUMANEVAL_PROMPT}{BODY}```",  # the whole function, as given
+        f"```python\ndef total(xs: List[int]) -> int:\n{BODY}```",  # no docstring, no import
+        # the function with a docstring of its own, after an import
+        f'Here:\n```python\nfrom typing import List\n\ndef total(xs: List[int]) -> int:\n    """Add."""\n{BODY}```',
+        BODY.rstrip("\n"),  # unfenced, the final line break dropped by the API
+    ],
+)
+def test_humaneval_answer_with_body_or_whole_function_gives_the_body(answer):
+    assert middle_from_chat(answer, HUMANEVAL_PROMPT, "") == BODY
+
+
+def test_middle_is_never_stripped():
+    answer = "```python\n  \t weird   \n```"
+    assert middle_from_chat(answer, "x = (\n", "\n)\n") == "  \t weird   "
