@@ -161,7 +161,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workload", choices=["canonical", "multiline5"])
     parser.add_argument("--busy", action="store_true", help="keep both cores busy meanwhile")
-    parser.add_argument("--timeout", type=float, default=3.0, help="our CPU-time limit (s)")
+    parser.add_argument("--timeout", type=float, default=3.0, help="our time limit (s)")
     parser.add_argument(
         "--tasks",
         type=int,

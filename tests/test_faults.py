@@ -142,7 +142,7 @@ def test_a_container_killed_mid_program_is_restarted_and_the_program_run_again(
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     killer = WhenAProgramStarts(["kill"])
     [log] = inspect_eval(
-        humaneval_infilling(problem_file=problem_file(tmp_path, [3, 0, 0])),
+        humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])),
         model="none",
         solver=reference(),
         log_dir=str(tmp_path / "logs"),
@@ -160,7 +160,7 @@ def test_a_container_removed_mid_program_is_a_sample_error_and_retry_completes(
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     remover = WhenAProgramStarts(["rm", "-f"])
     [log] = inspect_eval(
-        humaneval_infilling(problem_file=problem_file(tmp_path, [3, 0, 0, 0])),
+        humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0, 0])),
         model="none",
         solver=reference(),
         log_dir=str(tmp_path / "logs"),

@@ -24,7 +24,8 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
     """Run HumanEval's unit tests on prompt + middle + suffix in the sandbox.
 
     Args:
-        timeout: CPU seconds the program may use (the reference harness's 3 s).
+        timeout: Seconds the program may run, less time spent waiting for a CPU (the
+            reference harness's 3 s).
     """
 
     async def score(state: TaskState, target: Target) -> Score:

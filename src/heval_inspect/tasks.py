@@ -209,7 +209,8 @@ def humaneval_infilling(
             (infill_fim).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
-        timeout: CPU seconds each program may use (the reference harness's 3 s).
+        timeout: Seconds each program may run, less time spent waiting for a CPU (the
+            reference harness's 3 s).
         fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
@@ -307,7 +308,8 @@ def humaneval(
             (infill_fim).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
-        timeout: CPU seconds each program may use (the reference harness's 3 s).
+        timeout: Seconds each program may run, less time spent waiting for a CPU (the
+            reference harness's 3 s).
         fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as

@@ -46,7 +46,7 @@ async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
     wall_seconds = timeout * WALL_CLOCK_FACTOR
     request = {
         "program": program,
-        "cpu_seconds": timeout,
+        "seconds": timeout,
         "wall_seconds": wall_seconds,
         "memory_bytes": MEMORY_BYTES,
         "file_bytes": FILE_BYTES,

@@ -3,7 +3,7 @@
 This file is sent into the container as the source of `python3 -I -c` (the image needs nothing of
 ours baked in). A request is one JSON object:
 
-    {"program": str, "cpu_seconds": float, "wall_seconds": float,
+    {"program": str, "seconds": float, "wall_seconds": float,
      "memory_bytes": int, "file_bytes": int}
 
 and its answer one JSON line: {"status": "passed" | "failed" | "timed out", "reason": str,
@@ -59,10 +59,19 @@ REFERENCE_DISABLED = {
 REFERENCE_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 
 
+class TimeoutException(Exception):  # noqa: N818  (the reference harness's name)
+    """Raised in the program when its time is up, as the reference's `time_limit` raises it."""
+
+
+def _raise_timeout(signum, frame) -> None:
+    raise TimeoutException("Timed out!")
+
+
 def _child(program: str, nonce: str, request: dict, fds: dict[str, int], scratch: str) -> None:
     """In the forked child: limits, then the program, exactly as the reference's
-    `exec(check_program, {})`. Reports on the private pipe: "P" + nonce after a normal return, or
-    "F" + the exception's text (what the reference prints after "failed: "). Never returns."""
+    `exec(check_program, {})`. Reports on the private pipe: "P" + nonce after a normal return,
+    "T" if its time ran out (TimeoutException), or "F" + the exception's text (what the reference
+    prints after "failed: "). Never returns."""
     # Kept before the program runs: it may replace what the module attributes point to.
     report, exit_now, print_exception = os.write, os._exit, traceback.print_exc
     code = 1
@@ -77,7 +86,8 @@ def _child(program: str, nonce: str, request: dict, fds: dict[str, int], scratch
         os.closerange(3, token)
         os.closerange(token + 1, 65536)
         sys.stdin = open(0, closefd=False)  # noqa: SIM115  (stdin reads at EOF, as in the reference)
-        cpu = max(1, math.ceil(request["cpu_seconds"]))  # RLIMIT_CPU counts whole seconds
+        # A safety net only: the parent ends the program on its own time first (see run).
+        cpu = math.ceil(request["seconds"] + KILL_AFTER_ALARM_SECONDS) + 1
         for limit, value in (
             (resource.RLIMIT_CPU, (cpu, cpu + 1)),
             (resource.RLIMIT_AS, (request["memory_bytes"],) * 2),
@@ -92,8 +102,13 @@ def _child(program: str, nonce: str, request: dict, fds: dict[str, int], scratch
                 setattr(module, name, None)
         for module in REFERENCE_BLOCKED_MODULES:
             sys.modules[module] = None
+        # The parent sends SIGALRM when the program's time is up; as in the reference, the
+        # exception it raises can be caught by the program (a bare `except:` around a loop).
+        signal.signal(signal.SIGALRM, _raise_timeout)
         try:
             exec(compile(program, "<string>", "exec"), {})  # noqa: S102  (the whole point)
+        except TimeoutException:
+            report(token, b"T")
         except BaseException as error:  # noqa: BLE001  (as the reference: any exception fails)
             print_exception()
             try:
@@ -120,6 +135,9 @@ CHILD_ENVIRONMENT = {
 }
 STDERR_TAIL_BYTES = 4096
 POLL_SECONDS = 0.02
+# After its TimeoutException, how long a program that caught it may go on before it is killed
+# (the reference joins its worker for timeout + 1 s).
+KILL_AFTER_ALARM_SECONDS = 1.0
 # How long the pipes may stay open once everything that holds them has been killed.
 DRAIN_SECONDS = 1.0
 
@@ -242,18 +260,28 @@ def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
     stderr_tail = b""
     streams = {read_end: name for name, (read_end, _) in pipes.items()}
     deadline = started + request["wall_seconds"]
-    timed_out_wall = False
+    alarmed = killed_for_time = False
     ended = False
     drained_by = math.inf
     while streams:
+        out_of_time = False
         if status is None:
             waited, waited_status, waited_usage = os.wait4(pid, os.WNOHANG)
             if waited:
                 status, usage = waited_status, waited_usage
-        if not ended and (status is not None or time.monotonic() > deadline):
+            else:
+                own = _own_seconds(pid, started)
+                if not alarmed and own >= request["seconds"]:
+                    os.kill(pid, signal.SIGALRM)
+                    alarmed = True
+                out_of_time = (
+                    own >= request["seconds"] + KILL_AFTER_ALARM_SECONDS
+                    or time.monotonic() > deadline
+                )
+        if not ended and (status is not None or out_of_time):
             # The program is over, or out of time: it and everything it started (even in a
             # session of its own, holding the pipes open) goes now, so the pipes reach EOF.
-            timed_out_wall = status is None
+            killed_for_time = status is None
             ended = True
             _kill_group(pid)
             _kill_strays(cleanup, pid)
@@ -282,15 +310,13 @@ def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
     cleanup.clean_files(scratch)
 
     stderr_text = stderr_tail.decode("utf-8", errors="replace")
+    time_limit = f"time limit of {request['seconds']:g}s"
     if token == b"P" + nonce.encode() and returncode == 0:
         status, reason = "passed", ""
-    elif timed_out_wall:
-        status, reason = "timed out", f"wall-clock limit of {request['wall_seconds']:g}s"
-    elif returncode == -signal.SIGXCPU or (
-        # SIGXCPU comes from the CPU-time limit; SIGKILL from its hard limit a second later.
-        returncode == -signal.SIGKILL and cpu >= request["cpu_seconds"]
-    ):
-        status, reason = "timed out", f"CPU-time limit of {request['cpu_seconds']:g}s"
+    elif token == b"T" or killed_for_time or returncode == -signal.SIGXCPU:
+        status, reason = "timed out", time_limit
+    elif returncode == -signal.SIGKILL and cpu >= request["seconds"]:
+        status, reason = "timed out", time_limit  # the CPU-time safety net's hard limit
     elif token.startswith(b"F"):
         status, reason = "failed", token[1:].decode("utf-8", errors="replace")
     else:
@@ -304,6 +330,21 @@ def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
         "stdout_bytes": stdout_bytes,
         "stderr_tail": stderr_text,
     }
+
+
+def _own_seconds(pid: int, started: float) -> float:
+    """The time the program has had so far: wall-clock time since it started, less the time it
+    spent waiting for a CPU (the kernel's run delay, /proc/<pid>/schedstat, in nanoseconds).
+
+    On an idle machine that is its wall-clock time, the reference harness's measure; on a busy
+    one it does not grow while the program waits for a core, so load cannot make it time out.
+    """
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
+            run_delay = int(schedstat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        run_delay = 0.0
+    return time.monotonic() - started - run_delay
 
 
 def _failure_reason(returncode: int, stderr_text: str) -> str:
