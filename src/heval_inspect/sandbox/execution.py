@@ -3,6 +3,7 @@
 import json
 import sys
 from dataclasses import dataclass
+from typing import TypeVar
 
 from inspect_ai.util import SandboxEnvironment, sandbox
 
@@ -20,6 +21,8 @@ from . import (
     SandboxFailure,
 )
 from .pool import PoolSandboxEnvironment, killed_executor_verdict
+
+ST = TypeVar("ST", bound=SandboxEnvironment)
 
 # How `docker exec` reports a command killed by SIGKILL (128 + 9).
 SIGKILL_EXIT_CODE = 137
@@ -52,11 +55,10 @@ async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
         "file_bytes": FILE_BYTES,
     }
     environment = sandbox()
-    if _is(environment, PoolSandboxEnvironment):
-        pool = environment.as_type(PoolSandboxEnvironment)
+    if pool := _as(environment, PoolSandboxEnvironment):
         verdict = await pool.run_program(request, wall_seconds + EXECUTOR_GRACE_SECONDS)
         return Execution(**verdict)
-    if _is(environment, LocalSandboxEnvironment):
+    if _as(environment, LocalSandboxEnvironment):
         # No container and no other user: this machine's Python, as the user running the eval.
         command, user = [sys.executable, "-I", "-c", EXECUTOR_SOURCE, "local"], None
     else:
@@ -80,9 +82,9 @@ async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
         ) from error
 
 
-def _is(environment: SandboxEnvironment, kind: type[SandboxEnvironment]) -> bool:
+def _as(environment: SandboxEnvironment, kind: type[ST]) -> ST | None:
+    """The environment as that kind of sandbox, or None if it is another kind."""
     try:
-        environment.as_type(kind)
+        return environment.as_type(kind)
     except TypeError:
-        return False
-    return True
+        return None

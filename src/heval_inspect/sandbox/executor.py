@@ -59,7 +59,7 @@ REFERENCE_DISABLED = {
 REFERENCE_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 
 
-class TimeoutException(Exception):  # noqa: N818  (the reference harness's name)
+class TimeoutException(Exception):  # the reference harness's name
     """Raised in the program when its time is up, as the reference's `time_limit` raises it."""
 
 
@@ -310,13 +310,16 @@ def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
     cleanup.clean_files(scratch)
 
     stderr_text = stderr_tail.decode("utf-8", errors="replace")
-    time_limit = f"time limit of {request['seconds']:g}s"
     if token == b"P" + nonce.encode() and returncode == 0:
         status, reason = "passed", ""
-    elif token == b"T" or killed_for_time or returncode == -signal.SIGXCPU:
-        status, reason = "timed out", time_limit
-    elif returncode == -signal.SIGKILL and cpu >= request["seconds"]:
-        status, reason = "timed out", time_limit  # the CPU-time safety net's hard limit
+    elif (
+        token == b"T"
+        or killed_for_time
+        # The CPU-time safety net: SIGXCPU at its soft limit, SIGKILL at its hard one.
+        or returncode == -signal.SIGXCPU
+        or (returncode == -signal.SIGKILL and cpu >= request["seconds"])
+    ):
+        status, reason = "timed out", f"time limit of {request['seconds']:g}s"
     elif token.startswith(b"F"):
         status, reason = "failed", token[1:].decode("utf-8", errors="replace")
     else:
