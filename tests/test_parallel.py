@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from heval_inspect.cli import main
-from heval_inspect.parallel import pool_sizes, shard_commands
+from heval_inspect.parallel import pool_sizes, shard_commands, shard_range
 
 
 @pytest.mark.parametrize(
@@ -53,3 +53,20 @@ def test_parallel_starts_every_shard_with_its_pool_and_waits(tmp_path, capsys):
 def test_parallel_without_a_command_says_what_to_give(capsys):
     assert main(["parallel", "--shards", "2"]) == 1
     assert "give the eval command after --" in capsys.readouterr().err
+
+
+def test_a_machine_runs_its_range_of_the_shards(tmp_path):
+    code = main(
+        ["parallel", "--shards", "8", "--run", "3-4", "--cores", "2", "--",
+         sys.executable, "-c", RECORDER, str(tmp_path), "none"]
+    )  # fmt: skip
+    assert code == 0
+    runs = {path.name: json.loads(path.read_text()) for path in tmp_path.iterdir()}
+    assert sorted(runs) == ["3-8", "4-8"] and {run["pool"] for run in runs.values()} == {"1"}
+    assert shard_range("5", 8) == range(5, 6)
+
+
+@pytest.mark.parametrize("run", ["0-2", "3-2", "7-9", "9", "a-b", "-2"])
+def test_a_bad_range_is_refused(run, capsys):
+    assert main(["parallel", "--shards", "8", "--run", run, "--", "true"]) == 1
+    assert f"--run {run}: give the first and last shard" in capsys.readouterr().err

@@ -24,17 +24,26 @@ def main(argv: list[str] | None = None) -> int:
         description=(
             "Starts the command once per shard with -T shard=i/n added, each with its own "
             "sandbox pool (HEVAL_POOL_SIZE) so that the pools together have one container per "
-            "core, and waits for all of them. Each shard writes its own log."
+            "core, and waits for all of them. Each shard writes its own log. Several machines "
+            "share one run with the same --shards and a --run range each."
         ),
     )
     parallel.add_argument(
-        "--shards", type=int, default=usable_cores(), help="number of processes (default: cores)"
+        "--shards",
+        type=int,
+        default=usable_cores(),
+        help="number of shards of the run (default: this machine's cores)",
     )
     parallel.add_argument(
         "--cores",
         type=int,
         default=usable_cores(),
         help="containers shared out among the shards (default: this machine's cores)",
+    )
+    parallel.add_argument(
+        "--run",
+        metavar="FIRST-LAST",
+        help="run only these of the shards, e.g. 9-16 of --shards 32 (default: all)",
     )
     parallel.add_argument(
         "eval_command",
@@ -45,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "parallel":
             command = args.eval_command[1:] if args.eval_command[:1] == ["--"] else args.eval_command
-            return run_parallel(command, args.shards, args.cores)
+            return run_parallel(command, args.shards, args.cores, args.run)
         path = export_results(args.log, args.samples, args.out)
     except (DataError, OSError, ValueError) as error:
         print(f"heval-inspect: {error}", file=sys.stderr)
