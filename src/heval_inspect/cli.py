@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "parallel":
-            command = args.eval_command[1:] if args.eval_command[:1] == ["--"] else args.eval_command
+            command = args.eval_command
+            if command[:1] == ["--"]:
+                command = command[1:]
             return run_parallel(command, args.shards, args.cores, args.run)
         path = export_results(args.log, args.samples, args.out)
     except (DataError, OSError, ValueError) as error:
