@@ -102,13 +102,14 @@ def humaneval_metrics(k: int | str | list[int] = 1) -> Metric:
         tasks = _tasks(scores)
         # A pass@k that some task has too few epochs for is left out (never NaN); the run was
         # told why when it started (KTooLargeWarning).
-        n_min = min(len(epochs) for epochs in tasks["epochs"])
+        n_min = int(tasks["epochs"].min())
         reported = [each for each in ks if each <= n_min]
-        values = {
-            name: np.array([figure(epochs) for epochs in tasks["epochs"]])
-            for name, figure in _figures(reported).items()
-        }
+        values = {name: figure(tasks) for name, figure in _figures(reported).items()}
         subsets, problems = tasks["subset"], tasks["problem"]
+        # Problems as numbers, once: Inspect recomputes these figures for its live display.
+        _, problem_index, tasks_per_problem = np.unique(
+            problems, return_inverse=True, return_counts=True
+        )
 
         def blend(prefix: str, weights: np.ndarray) -> dict[str, float]:
             chosen = weights > 0
@@ -118,7 +119,7 @@ def humaneval_metrics(k: int | str | list[int] = 1) -> Metric:
                 figure = all_values[chosen]
                 results[f"{prefix}{name}"] = weighted_mean(figure, weights)
                 results[f"{prefix}{name}_stderr"] = clustered_stderr(
-                    figure, weights, problems[chosen]
+                    figure, weights, problem_index[chosen]
                 )
             return results
 
@@ -131,9 +132,6 @@ def humaneval_metrics(k: int | str | list[int] = 1) -> Metric:
             results |= blend(f"{subset}/", (subsets == subset).astype(float))
             results[f"{subset}/samples"] = float(size)
         size_of = dict(zip(names, sizes, strict=True))
-        _, problem_index, tasks_per_problem = np.unique(
-            problems, return_inverse=True, return_counts=True
-        )
         results |= blend("sample_weighted/", everything)
         results |= blend("mean_of_subsets/", 1.0 / np.array([size_of[s] for s in subsets]))
         results |= blend("problem_macro/", 1.0 / tasks_per_problem[problem_index])
@@ -142,41 +140,55 @@ def humaneval_metrics(k: int | str | list[int] = 1) -> Metric:
     return compute
 
 
-def _tasks(scores: list[SampleScore]) -> dict[str, np.ndarray | list]:
-    """Each task's epoch scores, subset and HumanEval problem (columns in one task order)."""
-    by_task: dict[str, dict] = {}
+def _tasks(scores: list[SampleScore]) -> dict:
+    """Per task, in one task order: its number of epochs, how many passed, the sum over its
+    epochs of each exact-match score, its subset and its HumanEval problem."""
+    row_of: dict[str, int] = {}
+    epochs: list[int] = []
+    passed: list[int] = []
+    sums: dict[str, list[float]] = {key: [] for key in MEAN_FIGURES}
+    subsets: list[str] = []
+    problems: list[str] = []
     for sample_score in scores:
-        metadata = sample_score.sample_metadata or {}
-        task = by_task.setdefault(
-            str(sample_score.sample_id),
-            {
-                "subset": metadata.get("subset", "all"),
-                "problem": metadata.get("problem_id", str(sample_score.sample_id)),
-                "epochs": [],
-            },
-        )
-        task["epochs"].append(sample_score.score.value)
-    rows = list(by_task.values())
+        task_id = str(sample_score.sample_id)
+        value = sample_score.score.value
+        row = row_of.get(task_id)
+        if row is None:
+            row = row_of[task_id] = len(epochs)
+            metadata = sample_score.sample_metadata or {}
+            subsets.append(metadata.get("subset", "all"))
+            problems.append(metadata.get("problem_id", task_id))
+            epochs.append(0)
+            passed.append(0)
+            for column in sums.values():
+                column.append(0)
+        epochs[row] += 1
+        passed[row] += int(value[PASSED])
+        for key, column in sums.items():
+            column[row] += value[key]
     return {
-        "epochs": [row["epochs"] for row in rows],
-        "subset": np.array([row["subset"] for row in rows]),
-        "problem": np.array([row["problem"] for row in rows]),
+        "epochs": np.array(epochs),
+        "passed": np.array(passed),
+        "sums": {key: np.array(column, dtype=float) for key, column in sums.items()},
+        "subset": np.array(subsets),
+        "problem": np.array(problems),
     }
 
 
-def _figures(ks: list[int]) -> dict[str, Callable[[list[dict]], float]]:
-    """Each reported figure as a function of one task's epoch scores."""
+def _figures(ks: list[int]) -> dict[str, Callable[[dict], np.ndarray]]:
+    """Each reported figure as a function of the task columns (`_tasks`): its value per task."""
 
-    def pass_at(k: int) -> Callable[[list[dict]], float]:
-        def figure(epochs: list[dict]) -> float:
-            return pass_at_k(len(epochs), sum(int(epoch[PASSED]) for epoch in epochs), k)
+    def pass_at(k: int) -> Callable[[dict], np.ndarray]:
+        def figure(tasks: dict) -> np.ndarray:
+            pairs = list(zip(tasks["epochs"].tolist(), tasks["passed"].tolist(), strict=True))
+            # Tasks share a few (n, c) pairs: each estimate is computed once.
+            estimate = {pair: pass_at_k(*pair, k) for pair in set(pairs)}
+            return np.array([estimate[pair] for pair in pairs])
 
         return figure
 
-    def mean_of(key: str) -> Callable[[list[dict]], float]:
-        # Not np.mean, which costs more than the sum of a handful of epochs (scores are 0 or 1,
-        # so the sum is exact).
-        return lambda epochs: sum(epoch[key] for epoch in epochs) / len(epochs)
+    def mean_of(key: str) -> Callable[[dict], np.ndarray]:
+        return lambda tasks: tasks["sums"][key] / tasks["epochs"]
 
     return {f"pass@{k}": pass_at(k) for k in ks} | {key: mean_of(key) for key in MEAN_FIGURES}
 
