@@ -265,6 +265,12 @@ def main() -> None:
         f"timed out: reference {timed_out[0]}, heval-inspect {timed_out[1]}; our CPU in them "
         f"{timed_out_cpu:.1f} s, so at least {timed_out_cpu / cores:.1f} s of wall time on {cores} cores"
     )
+    replaced = sum(
+        score.metadata.get("containers_replaced", 0)
+        for sample in eval_log.samples or []
+        if (score := (sample.scores or {}).get(SCORER))
+    )
+    print(f"sandbox containers replaced (residue or a lost executor): {replaced}")
     for index, reference_row, our_row in differ[:20]:
         print(
             f"  row {index} {rows[index]['task_id']}: reference {reference_row['result']!r}, "

@@ -73,6 +73,7 @@ def test_unknown_task_argument_is_an_error_naming_the_arguments():
         ("sbset=single_line", "has no argument sbset: its arguments are subsets"),
         ("k=0", "k=0: give one or more whole numbers of 1 or more"),
         ("problem_file=missing.jsonl", "Problem file missing.jsonl does not exist."),
+        ("memory_limit=4096", "memory_limit=4096 is out of range: give MiB from 64"),
     ],
 )
 def test_bad_argument_on_the_command_line_is_one_message_and_no_log(argument, message, tmp_path):

@@ -3,9 +3,10 @@
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
+from .errors import TaskArgumentError
 from .extract import middle_from_chat
 from .metrics import humaneval_metrics
-from .sandbox import DEFAULT_TIMEOUT
+from .sandbox import CONTAINER_MEMORY_MIB, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .sandbox.execution import execute
 from .solvers import MIDDLE
 
@@ -19,14 +20,25 @@ def assemble_program(prompt: str, middle: str, suffix: str, test: str, entry_poi
     return prompt + middle + suffix + "\n" + test + "\n" + f"check({entry_point})"
 
 
+# Below this, Python itself cannot start in the sandbox.
+MIN_MEMORY_MIB = 64
+
+
 @scorer(metrics=[humaneval_metrics()])
-def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
+def unit_tests(timeout: float = DEFAULT_TIMEOUT, memory_limit: int = DEFAULT_MEMORY_MIB) -> Scorer:
     """Run HumanEval's unit tests on prompt + middle + suffix in the sandbox.
 
     Args:
         timeout: Seconds the program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
+        memory_limit: MiB of address space for each of the program's processes.
     """
+    if not MIN_MEMORY_MIB <= memory_limit <= CONTAINER_MEMORY_MIB:
+        raise TaskArgumentError(
+            f"memory_limit={memory_limit} is out of range: give MiB from {MIN_MEMORY_MIB} (the "
+            f"interpreter's own needs) to {CONTAINER_MEMORY_MIB} (the sandbox container's limit); "
+            f"the default is {DEFAULT_MEMORY_MIB}."
+        )
 
     async def score(state: TaskState, target: Target) -> Score:
         # Solvers of this package leave the gap's code in the store; any other solver's answer
@@ -38,7 +50,7 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
         program = assemble_program(
             meta["prompt"], middle, meta["suffix"], meta["test"], meta["entry_point"]
         )
-        execution = await execute(program, timeout)
+        execution = await execute(program, timeout, memory_limit)
         return Score(
             value={
                 "passed": float(execution.status == "passed"),
@@ -49,8 +61,17 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
             explanation=_explain(execution, program),
             metadata={
                 "verdict": execution.verdict,
+                "reason": execution.reason,
                 "cpu_seconds": execution.cpu_seconds,
                 "wall_seconds": execution.wall_seconds,
+                # Only when the program left something the executor could not remove, or its
+                # container had to be replaced.
+                **({"residue": execution.residue} if execution.residue else {}),
+                **(
+                    {"containers_replaced": execution.containers_replaced}
+                    if execution.containers_replaced
+                    else {}
+                ),
             },
         )
 

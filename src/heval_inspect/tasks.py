@@ -23,7 +23,7 @@ from .data import HUMANEVAL, SUBSETS, load_official, read_completions, read_prob
 from .errors import DataError, TaskArgumentError
 from .metrics import humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
-from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
+from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .scorer import unit_tests
 from .solvers import infill_chat, infill_fim, replay
 
@@ -120,6 +120,7 @@ def _task(
     scorer: Scorer | None,
     sandbox: SandboxName,
     timeout: float,
+    memory_limit: int,
 ) -> Task:
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
     epochs = max(parse_ks(k))
@@ -137,7 +138,7 @@ def _task(
             if fim
             else GenerateConfig()
         ),
-        scorer=scorer or unit_tests(timeout=timeout),
+        scorer=scorer or unit_tests(timeout=timeout, memory_limit=memory_limit),
         # The pass@k asked for; a scorer of the user's own keeps its own metrics.
         metrics=None if scorer else [humaneval_metrics(k)],
         sandbox=_sandbox(sandbox),
@@ -189,6 +190,7 @@ def humaneval_infilling(
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
+    memory_limit: int = DEFAULT_MEMORY_MIB,
     fim_format: str | None = None,
     **unknown: Any,
 ) -> Task:
@@ -211,6 +213,8 @@ def humaneval_infilling(
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: Seconds each program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
+        memory_limit: MiB of address space for each process of a program (the reference has
+            no limit; at most the sandbox container's 1,536 MiB).
         fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
@@ -227,7 +231,7 @@ def humaneval_infilling(
             for record in load_official(SUBSETS[name], data_dir)
         ]
     dataset = [record_to_sample(record, subset, fim) for record, subset in records]
-    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout)
+    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout, memory_limit)
 
 
 def _subset_task(name: str, subset: str, size: str):
@@ -244,6 +248,7 @@ def _subset_task(name: str, subset: str, size: str):
         scorer: Scorer | None = None,
         sandbox: SandboxName = "pool",
         timeout: float = DEFAULT_TIMEOUT,
+        memory_limit: int = DEFAULT_MEMORY_MIB,
         fim_format: str | None = None,
         **unknown: Any,
     ) -> Task:
@@ -259,6 +264,7 @@ def _subset_task(name: str, subset: str, size: str):
             scorer=scorer,
             sandbox=sandbox,
             timeout=timeout,
+            memory_limit=memory_limit,
             fim_format=fim_format,
         )
 
@@ -291,6 +297,7 @@ def humaneval(
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
+    memory_limit: int = DEFAULT_MEMORY_MIB,
     fim_format: str | None = None,
     **unknown: Any,
 ) -> Task:
@@ -310,6 +317,8 @@ def humaneval(
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: Seconds each program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
+        memory_limit: MiB of address space for each process of a program (the reference has
+            no limit; at most the sandbox container's 1,536 MiB).
         fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
@@ -322,4 +331,4 @@ def humaneval(
     else:
         records = load_official(HUMANEVAL, data_dir)
     dataset = [record_to_sample(record, "humaneval", fim) for record in records]
-    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout)
+    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout, memory_limit)
