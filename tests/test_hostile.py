@@ -379,6 +379,14 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(sandbox, tmp_path
         if not matches(expected, got[f"case/{name}"])
     }
     assert not wrong, wrong
+    # Time it makes itself wait counts: it is stopped near its limit (2 s + 1 s after the alarm),
+    # not after the wait it caused (over 20 s before this rule).
+    stretched = {
+        name: scores[f"case/{name}"].metadata["wall_seconds"]
+        for name in CASES
+        if "CPU hogs" in name or "hog threads" in name
+    }
+    assert len(stretched) == 2 and max(stretched.values()) < 6, stretched
     followers = list(CASES) if pooled else ["after every case"]
     controls = {got[f"control {n}/{name}"] for name in followers for n in range(1, CONTROLS + 1)}
     assert controls == {"passed"}
