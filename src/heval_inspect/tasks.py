@@ -25,6 +25,7 @@ from .metrics import humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .scorer import unit_tests
+from .shard import apply_shard, parse_shard
 from .solvers import infill_chat, infill_fim, replay
 
 logger = logging.getLogger(__name__)
@@ -62,6 +63,10 @@ def problem_id(task_id: str) -> str:
     """The HumanEval problem a task was cut from: "MultiLineInfilling/HumanEval/0/L2" -> "HumanEval/0"."""
     match = re.search(r"HumanEval/\d+", task_id)
     return match.group(0) if match else task_id
+
+
+def _problem_of(sample: Sample) -> str:
+    return problem_id(str(sample.id))
 
 
 def parse_subsets(subsets: str | list[str]) -> list[str]:
@@ -192,6 +197,7 @@ def humaneval_infilling(
     timeout: float = DEFAULT_TIMEOUT,
     memory_limit: int = DEFAULT_MEMORY_MIB,
     fim_format: str | None = None,
+    shard: str | None = None,
     **unknown: Any,
 ) -> Task:
     """HumanEval-Infilling: every sample asks for the code of one gap.
@@ -219,8 +225,11 @@ def humaneval_infilling(
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
             openai-api-completions/... or vllm-completions/...; default: a chat prompt.
+        shard: Run one of n shards, "i/n" numbered from 1 ("1/4" ... "4/4"): whole HumanEval
+            problems per shard, balanced by number of tasks, the same split on every machine.
     """
     refuse_unknown_arguments("humaneval_infilling", humaneval_infilling, unknown)
+    part = parse_shard(shard)
     fim = prompts.fim_format(fim_format) if fim_format else None
     if problem_file:
         records = [(record, Path(problem_file).stem) for record in read_problems(problem_file)]
@@ -231,7 +240,8 @@ def humaneval_infilling(
             for record in load_official(SUBSETS[name], data_dir)
         ]
     dataset = [record_to_sample(record, subset, fim) for record, subset in records]
-    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout, memory_limit)
+    task = _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout, memory_limit)
+    return apply_shard(task, part, _problem_of)
 
 
 def _subset_task(name: str, subset: str, size: str):
@@ -250,6 +260,7 @@ def _subset_task(name: str, subset: str, size: str):
         timeout: float = DEFAULT_TIMEOUT,
         memory_limit: int = DEFAULT_MEMORY_MIB,
         fim_format: str | None = None,
+        shard: str | None = None,
         **unknown: Any,
     ) -> Task:
         refuse_unknown_arguments(name, subset_task, unknown)
@@ -266,6 +277,7 @@ def _subset_task(name: str, subset: str, size: str):
             timeout=timeout,
             memory_limit=memory_limit,
             fim_format=fim_format,
+            shard=shard,
         )
 
     subset_task.__doc__ = f"HumanEval-Infilling, {subset.replace('_', '-')} subset ({size} tasks)."
@@ -299,6 +311,7 @@ def humaneval(
     timeout: float = DEFAULT_TIMEOUT,
     memory_limit: int = DEFAULT_MEMORY_MIB,
     fim_format: str | None = None,
+    shard: str | None = None,
     **unknown: Any,
 ) -> Task:
     """HumanEval: complete each function from its signature and docstring (164 problems).
@@ -323,12 +336,16 @@ def humaneval(
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
             openai-api-completions/... or vllm-completions/...; default: a chat prompt.
+        shard: Run one of n shards, "i/n" numbered from 1 ("1/4" ... "4/4"): whole HumanEval
+            problems per shard, balanced by number of tasks, the same split on every machine.
     """
     refuse_unknown_arguments("humaneval", humaneval, unknown)
+    part = parse_shard(shard)
     fim = prompts.fim_format(fim_format) if fim_format else None
     if problem_file:
         records = read_problems(problem_file)
     else:
         records = load_official(HUMANEVAL, data_dir)
     dataset = [record_to_sample(record, "humaneval", fim) for record in records]
-    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout, memory_limit)
+    task = _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout, memory_limit)
+    return apply_shard(task, part, _problem_of)

@@ -1,0 +1,97 @@
+"""`heval-inspect parallel`: one `inspect eval` command as n shard processes on this machine.
+
+One eval process is serial Python, so it uses about one core however many the machine has. This
+starts the same command n times, with `-T shard=i/n` added (i = 1 ... n) and each process's sandbox
+pool (HEVAL_POOL_SIZE) sized so that the pools together have one container per core, then waits
+for them all. With `--run first-last`, a machine runs only those of the n shards (several machines,
+one range each). Nothing else: no queue, no retries; a failed shard is rerun on its own (its log
+says which shard it was), and every shard writes its own log to the command's --log-dir.
+"""
+
+import os
+import shlex
+import subprocess
+import sys
+
+from .sandbox.pool import POOL_SIZE_ENV
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def pool_sizes(shards: int, cores: int) -> list[int]:
+    """Containers per shard: `cores` shared out as evenly as they go, at least one each."""
+    base, extra = divmod(cores, shards)
+    return [max(1, base + (index < extra)) for index in range(shards)]
+
+
+def shard_range(text: str | None, shards: int) -> range:
+    """The shards this machine runs: "first-last" or "one" (1-based) of `shards`; None: all."""
+    if text is None:
+        return range(1, shards + 1)
+    first, _, last = text.partition("-")
+    last = last or first
+    if first.isdigit() and last.isdigit() and 1 <= int(first) <= int(last) <= shards:
+        return range(int(first), int(last) + 1)
+    raise ValueError(
+        f"--run {text}: give the first and last shard this machine runs, from 1 to {shards} "
+        f"(e.g. --run 1-8 of --shards 32)."
+    )
+
+
+def shard_commands(command: list[str], shards: int, run: range | None = None) -> list[list[str]]:
+    """The command of each shard this machine runs: the user's, with `-T shard=i/n` added."""
+    if any(arg.startswith("shard=") or arg.startswith("--task-arg=shard=") for arg in command):
+        raise ValueError("the command already names a shard; leave -T shard=... to this command.")
+    return [[*command, "-T", f"shard={index}/{shards}"] for index in run or range(1, shards + 1)]
+
+
+def run_parallel(command: list[str], shards: int, cores: int, run: str | None = None) -> int:
+    """Start this machine's shards, wait for all of them; 0 if every one succeeded."""
+    if shards < 1 or cores < 1:
+        raise ValueError("--shards and --cores must be 1 or more.")
+    mine = shard_range(run, shards)
+    if not command:
+        raise ValueError(
+            "give the eval command after --, e.g. heval-inspect parallel --shards 2 -- "
+            "inspect eval heval_inspect/humaneval_infilling --model none "
+            "--solver heval_inspect/reference"
+        )
+    if "--display" not in command and not any(a.startswith("--display=") for a in command):
+        # n live displays in one terminal overwrite each other; the plain one prints lines.
+        command = [*command, "--display", "plain"]
+    sizes = pool_sizes(len(mine), cores)
+    if len(mine) > cores:
+        print(
+            f"heval-inspect: {len(mine)} shards on {cores} cores: each gets one container, "
+            f"{len(mine) - cores} more than the cores.",
+            file=sys.stderr,
+        )
+    processes = []
+    for argv, size in zip(shard_commands(command, shards, mine), sizes, strict=True):
+        print(f"heval-inspect: {POOL_SIZE_ENV}={size} {shlex.join(argv)}", file=sys.stderr)
+        processes.append(subprocess.Popen(argv, env=os.environ | {POOL_SIZE_ENV: str(size)}))
+    codes = _wait(processes)
+    failed = [(index, code) for index, code in zip(mine, codes, strict=True) if code != 0]
+    for index, code in failed:
+        print(
+            f"heval-inspect: shard {index}/{shards} failed (exit code {code}): "
+            f"`inspect eval-retry` its log, or rerun the command with -T shard={index}/{shards}.",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0
+
+
+def _wait(processes: list[subprocess.Popen]) -> list[int]:
+    # Ctrl-C reaches every shard (one process group): each stops and writes its log on its own,
+    # and this waits for them to finish doing so.
+    while True:
+        try:
+            return [process.wait() for process in processes]
+        except KeyboardInterrupt:
+            continue

@@ -1,0 +1,104 @@
+"""Shards: one task split into n parts that separate processes or machines run (`-T shard=i/n`).
+
+Shards are numbered from 1: `-T shard=1/4` ... `-T shard=4/4`. A shard holds whole HumanEval
+problems (every task cut from one problem is in the same shard), since the standard errors are
+clustered by problem. The split is balanced by number of tasks and deterministic: problems are
+taken largest first (ties in the order the task lists them) and each goes to the shard that has
+the fewest tasks so far (ties to the lowest number). The same task arguments always give the same
+shards, on any machine, so n processes started with 1/n ... n/n score every task exactly once.
+
+Each shard's log records which shard it is (the eval metadata's `shard`), for merging.
+"""
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from inspect_ai import Task
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from .errors import TaskArgumentError
+
+T = TypeVar("T")
+
+SHARD_FORMAT = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 1 ... count
+    count: int
+
+
+def parse_shard(value: Any) -> Shard | None:
+    """`-T shard=i/n` as a Shard (None: no sharding). Refuses anything else with what to give."""
+    if value is None:
+        return None
+    match = SHARD_FORMAT.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise TaskArgumentError(
+            f"shard={value!r}: give the shard as i/n, where n is the number of shards and i the "
+            f"one to run, numbered from 1 (e.g. -T shard=1/4 ... -T shard=4/4)."
+        )
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or not 1 <= index <= count:
+        raise TaskArgumentError(
+            f"shard={value}: shards are numbered from 1 to n (1-based), and n is 1 or more "
+            f"(e.g. -T shard=1/4 ... -T shard=4/4). From a 0-based index, such as Kubernetes' "
+            f"JOB_COMPLETION_INDEX, pass index + 1."
+        )
+    return Shard(index, count)
+
+
+def split(items: Sequence[T], count: int, group: Callable[[T], str]) -> list[list[T]]:
+    """`items` in `count` shards, whole groups per shard, balanced by number of items.
+
+    Each shard keeps the items' own order. Largest groups first, each to the shard with the fewest
+    items so far (lowest number on ties): no shard exceeds another by more than its largest group.
+    """
+    groups: dict[str, list[int]] = {}
+    for position, item in enumerate(items):
+        groups.setdefault(group(item), []).append(position)
+    # Python's sort is stable: groups of one size stay in the order they first appear.
+    by_size = sorted(groups.values(), key=len, reverse=True)
+    sizes = [0] * count
+    shard_of = [0] * len(items)
+    for positions in by_size:
+        target = min(range(count), key=lambda shard: (sizes[shard], shard))
+        sizes[target] += len(positions)
+        for position in positions:
+            shard_of[position] = target
+    shards: list[list[T]] = [[] for _ in range(count)]
+    for position, item in enumerate(items):
+        shards[shard_of[position]].append(item)
+    return shards
+
+
+def apply_shard(task: Task, shard: Shard | None, group: Callable[[Sample], str]) -> Task:
+    """The task with only its shard's samples, and the shard recorded in the log's metadata."""
+    if shard is None:
+        return task
+    samples = list(task.dataset)
+    mine = split(samples, shard.count, group)[shard.index - 1]
+    problems = list(dict.fromkeys(group(sample) for sample in mine))
+    if not mine:
+        total = len({group(sample) for sample in samples})
+        raise TaskArgumentError(
+            f"shard={shard.index}/{shard.count}: this task has only {total} HumanEval "
+            f"problem(s), and a shard holds whole problems, so shard {shard.index} would be "
+            f"empty: use at most {total} shard(s)."
+        )
+    task.dataset = MemoryDataset(mine, name=task.dataset.name, location=task.dataset.location)
+    task.metadata = (task.metadata or {}) | {
+        "shard": {
+            "index": shard.index,
+            "count": shard.count,
+            "numbering": "1-based",
+            "tasks": len(mine),
+            "problems": problems,
+            "all_tasks": len(samples),
+            "all_problems": len({group(sample) for sample in samples}),
+        }
+    }
+    return task

@@ -1,0 +1,72 @@
+"""`heval-inspect parallel`: shard processes with pools that share the cores. No sandbox needed."""
+
+import json
+import sys
+
+import pytest
+
+from heval_inspect.cli import main
+from heval_inspect.parallel import pool_sizes, shard_commands, shard_range
+
+
+@pytest.mark.parametrize(
+    "shards, cores, sizes",
+    [(1, 2, [2]), (2, 2, [1, 1]), (3, 8, [3, 3, 2]), (4, 64, [16] * 4), (3, 2, [1, 1, 1])],
+)
+def test_pools_share_the_cores(shards, cores, sizes):
+    assert pool_sizes(shards, cores) == sizes
+
+
+def test_each_shard_command_names_its_shard():
+    assert shard_commands(["inspect", "eval", "t"], 2) == [
+        ["inspect", "eval", "t", "-T", "shard=1/2"],
+        ["inspect", "eval", "t", "-T", "shard=2/2"],
+    ]
+    with pytest.raises(ValueError, match="already names a shard"):
+        shard_commands(["inspect", "eval", "t", "-T", "shard=1/2"], 2)
+
+
+RECORDER = (
+    "import json, os, sys; "
+    "shard = sys.argv[-1].split('=')[1]; "
+    "open(os.path.join(sys.argv[1], shard.replace('/', '-')), 'w').write("
+    "json.dumps({'pool': os.environ['HEVAL_POOL_SIZE'], 'argv': sys.argv[2:]})); "
+    "sys.exit(3 if shard == sys.argv[2] else 0)"
+)
+
+
+def test_parallel_starts_every_shard_with_its_pool_and_waits(tmp_path, capsys):
+    # A stand-in for `inspect eval` that records what it was given; shard 2/3 fails.
+    code = main(
+        ["parallel", "--shards", "3", "--cores", "4", "--",
+         sys.executable, "-c", RECORDER, str(tmp_path), "2/3"]
+    )  # fmt: skip
+    assert code == 1
+    runs = {path.name: json.loads(path.read_text()) for path in tmp_path.iterdir()}
+    assert sorted(runs) == ["1-3", "2-3", "3-3"]
+    assert [runs[name]["pool"] for name in ("1-3", "2-3", "3-3")] == ["2", "1", "1"]
+    assert runs["1-3"]["argv"] == ["2/3", "--display", "plain", "-T", "shard=1/3"]
+    err = capsys.readouterr().err
+    assert "shard 2/3 failed (exit code 3)" in err and "shard 1/3 failed" not in err
+
+
+def test_parallel_without_a_command_says_what_to_give(capsys):
+    assert main(["parallel", "--shards", "2"]) == 1
+    assert "give the eval command after --" in capsys.readouterr().err
+
+
+def test_a_machine_runs_its_range_of_the_shards(tmp_path):
+    code = main(
+        ["parallel", "--shards", "8", "--run", "3-4", "--cores", "2", "--",
+         sys.executable, "-c", RECORDER, str(tmp_path), "none"]
+    )  # fmt: skip
+    assert code == 0
+    runs = {path.name: json.loads(path.read_text()) for path in tmp_path.iterdir()}
+    assert sorted(runs) == ["3-8", "4-8"] and {run["pool"] for run in runs.values()} == {"1"}
+    assert shard_range("5", 8) == range(5, 6)
+
+
+@pytest.mark.parametrize("run", ["0-2", "3-2", "7-9", "9", "a-b", "-2"])
+def test_a_bad_range_is_refused(run, capsys):
+    assert main(["parallel", "--shards", "8", "--run", run, "--", "true"]) == 1
+    assert f"--run {run}: give the first and last shard" in capsys.readouterr().err
