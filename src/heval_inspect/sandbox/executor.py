@@ -433,6 +433,7 @@ def run(request: dict, place: InContainer | OnThisMachine) -> dict:
     cpu_before = place.cpu_seconds(pid)
     for _, write_end in pipes.values():
         os.close(write_end)
+    exited = _end_watch(pid)
     status: int | None = None
     usage = None
 
@@ -470,8 +471,13 @@ def run(request: dict, place: InContainer | OnThisMachine) -> dict:
             drained_by = time.monotonic() + DRAIN_SECONDS
         elif ended and time.monotonic() > drained_by:
             break  # a process that escaped the cleanup still holds a pipe
-        ready, _, _ = select.select([*streams, report_fds[0]], [], [], POLL_SECONDS)
+        if status is not None and not streams:
+            break
+        watched = [*streams, report_fds[0], *(exited if status is None else [])]
+        ready, _, _ = select.select(watched, [], [], POLL_SECONDS)
         for fd in ready:
+            if fd in exited:
+                continue  # wait4 at the top of the loop reaps it
             if fd == report_fds[0]:
                 token = (token + _read_available(fd))[:REPORT_BYTES]
                 continue
@@ -489,7 +495,7 @@ def run(request: dict, place: InContainer | OnThisMachine) -> dict:
     returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - started
     cpu = usage.ru_utime + usage.ru_stime
-    for fd in [*streams, *report_fds]:
+    for fd in [*streams, *report_fds, *exited]:
         os.close(fd)
 
     # Nothing of the program may be left for the next one: what could not be removed is residue.
@@ -524,6 +530,15 @@ def run(request: dict, place: InContainer | OnThisMachine) -> dict:
         "stderr_tail": stderr_text,
         "residue": {what: count for what, count in residue.items() if count},
     }
+
+
+def _end_watch(pid: int) -> list[int]:
+    """A descriptor that becomes readable when the process ends (a pidfd), so that its end wakes
+    the loop at once; none on kernels older than 5.3, where the loop finds it within a poll."""
+    try:
+        return [os.pidfd_open(pid)]
+    except (AttributeError, OSError):
+        return []
 
 
 def _read_available(fd: int) -> bytes:
