@@ -368,7 +368,7 @@ def compare(work: Path, rows: list[dict], subsets: list[str], per_task: int) -> 
         expected = estimate_pass_at_k(per_task, list(correct.values()), k).mean()
         weighted = [
             (log.results.scores[0].metrics[f"{prefix}pass@{k}"].value,
-             log.results.scores[0].metrics[f"{prefix}samples"].value)
+             len({sample.id for sample in log.samples or []}))
             for log in eval_logs
         ]  # fmt: skip
         ours_value = sum(value * n for value, n in weighted) / sum(n for _, n in weighted)
