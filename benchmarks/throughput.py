@@ -388,7 +388,8 @@ def compare(work: Path, rows: list[dict], subsets: list[str], per_task: int) -> 
     )
     replaced = sum(
         score.metadata.get("containers_replaced", 0)
-        for sample in eval_log.samples or []
+        for log in eval_logs
+        for sample in log.samples or []
         if (score := (sample.scores or {}).get(SCORER))
     )
     print(f"sandbox containers replaced (residue or a lost executor): {replaced}")
