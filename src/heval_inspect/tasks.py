@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.log import HeadlineMetric
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Solver
@@ -21,7 +22,7 @@ from inspect_ai.solver import Solver
 from . import prompts
 from .data import HUMANEVAL, SUBSETS, load_official, read_completions, read_problems
 from .errors import DataError, TaskArgumentError
-from .metrics import humaneval_metrics, parse_ks
+from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
 from .scorer import unit_tests
@@ -121,8 +122,12 @@ def _task(
     sandbox: SandboxName,
     timeout: float,
 ) -> Task:
+    # Several subsets report each under its prefix, and blends; named by the task's subsets, so
+    # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
+    per_subset = len({sample.metadata["subset"] for sample in samples}) > 1
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
-    epochs = max(parse_ks(k))
+    ks = parse_ks(k)
+    epochs = max(ks)
     if completions:
         samples, epochs = _replayed(samples, completions, partial)
         solver = solver or replay(completions)
@@ -138,8 +143,18 @@ def _task(
             else GenerateConfig()
         ),
         scorer=scorer or unit_tests(timeout=timeout),
-        # The pass@k asked for; a scorer of the user's own keeps its own metrics.
-        metrics=None if scorer else [humaneval_metrics(k)],
+        # The pass@k asked for; a scorer of the user's own keeps its own metrics and headline.
+        # `cluster` is given by name so that the viewer labels the error bar stderr[problem_id].
+        metrics=(
+            None
+            if scorer
+            else [humaneval_metrics(k, per_subset=per_subset, cluster="problem_id")]
+        ),
+        headline_metric=(
+            None
+            if scorer
+            else HeadlineMetric(scorer="unit_tests", metric=headline_name(ks, per_subset))
+        ),
         sandbox=_sandbox(sandbox),
     )
 
