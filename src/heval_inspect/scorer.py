@@ -3,6 +3,7 @@
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
+from .explanation import explain, fenced
 from .extract import middle_from_chat
 from .metrics import humaneval_metrics
 from .sandbox import DEFAULT_TIMEOUT
@@ -45,8 +46,20 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
                 "exact_match": float(middle == target.text),
                 "exact_match_stripped": float(middle.strip() == target.text.strip()),
             },
-            answer=middle,
-            explanation=_explain(execution, program),
+            # A fenced block, which the viewer shows as code: in full (lines and indentation
+            # kept) in the transcript, in code font on one line in the sample list and header.
+            # No language tag, which those one-line views would show as a word. The code itself
+            # is in the store, under MIDDLE.
+            answer=fenced(middle),
+            explanation=explain(
+                execution.verdict,
+                execution.status,
+                execution.cpu_seconds,
+                execution.stderr_tail,
+                program,
+                gap_start=len(meta["prompt"]),
+                gap_length=len(middle),
+            ),
             metadata={
                 "verdict": execution.verdict,
                 "cpu_seconds": execution.cpu_seconds,
@@ -55,11 +68,3 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
         )
 
     return score
-
-
-def _explain(execution, program: str) -> str:
-    parts = [f"**Verdict:** {execution.verdict}"]
-    if execution.stderr_tail:
-        parts.append(f"**stderr (tail):**\n\n```\n{execution.stderr_tail}\n```")
-    parts.append(f"**Program:**\n\n```python\n{program}\n```")
-    return "\n\n".join(parts)
