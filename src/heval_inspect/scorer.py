@@ -3,6 +3,7 @@
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
+from .data import problem_for
 from .explanation import explain, fenced
 from .extract import middle_from_chat
 from .metrics import humaneval_metrics
@@ -30,14 +31,15 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
     """
 
     async def score(state: TaskState, target: Target) -> Score:
+        problem = problem_for(str(state.sample_id), state.metadata)
+        prompt, suffix = problem["prompt"], problem["suffix"]
         # Solvers of this package leave the gap's code in the store; any other solver's answer
         # is read as a chat answer.
-        meta = state.metadata
         middle = state.store.get(MIDDLE)
         if middle is None:
-            middle = middle_from_chat(state.output.completion, meta["prompt"], meta["suffix"])
+            middle = middle_from_chat(state.output.completion, prompt, suffix)
         program = assemble_program(
-            meta["prompt"], middle, meta["suffix"], meta["test"], meta["entry_point"]
+            prompt, middle, suffix, problem["test"], problem["entry_point"]
         )
         execution = await execute(program, timeout)
         return Score(
@@ -57,7 +59,7 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
                 execution.cpu_seconds,
                 execution.stderr_tail,
                 program,
-                gap_start=len(meta["prompt"]),
+                gap_start=len(prompt),
                 gap_length=len(middle),
             ),
             metadata={

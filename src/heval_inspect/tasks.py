@@ -20,7 +20,15 @@ from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Solver
 
 from . import prompts
-from .data import HUMANEVAL, SUBSETS, load_official, read_completions, read_problems
+from .data import (
+    HUMANEVAL,
+    SUBSETS,
+    ProblemFile,
+    open_official,
+    open_problems,
+    read_completions,
+    remember,
+)
 from .errors import DataError, TaskArgumentError
 from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
@@ -41,22 +49,31 @@ SANDBOX_TYPES = {"pool": "heval_pool", "docker": "docker", "local": "local"}
 FIM_MAX_TOKENS = 1024
 
 
-def record_to_sample(record: dict, subset: str, fim: FimFormat | None = None) -> Sample:
-    """One problem as a sample; its input is the chat prompt, or the raw prompt of a FIM family."""
+def record_to_sample(
+    record: dict, subset: str, source: str, fim: FimFormat | None = None
+) -> Sample:
+    """One problem as a sample; its input is the chat prompt, or the raw prompt of a FIM family.
+
+    Its metadata names the problem (subset, HumanEval problem, and the file it came from, where
+    the solvers and the scorer find its texts): the prompt and suffix are in the input already,
+    and the whole program, tests included, is in the score's explanation.
+    """
     prompt, suffix = record["prompt"], record.get("suffix", "")
     return Sample(
         id=record["task_id"],
         input=fim_prompt(fim, prompt, suffix) if fim else chat_prompt(prompt, suffix),
         target=record["canonical_solution"],
-        metadata={
-            "subset": subset,
-            "problem_id": problem_id(record["task_id"]),
-            "prompt": prompt,
-            "suffix": suffix,
-            "test": record["test"],
-            "entry_point": record["entry_point"],
-        },
+        metadata={"subset": subset, "problem_id": problem_id(record["task_id"]), "source": source},
     )
+
+
+def samples_of(files: list[tuple[ProblemFile, str]], fim: FimFormat | None) -> list[Sample]:
+    """The samples of some problem files, each with its subset's name."""
+    samples = []
+    for file, subset in files:
+        remember(file)
+        samples += [record_to_sample(record, subset, file.source, fim) for record in file.records]
+    return samples
 
 
 def problem_id(task_id: str) -> str:
@@ -112,7 +129,7 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
 
 
 def _task(
-    samples: list[Sample],
+    files: list[tuple[ProblemFile, str]],
     fim: FimFormat | None,
     completions: str | None,
     partial: bool,
@@ -122,9 +139,7 @@ def _task(
     sandbox: SandboxName,
     timeout: float,
 ) -> Task:
-    # Several subsets report each under its prefix, and blends; named by the task's subsets, so
-    # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
-    per_subset = len({sample.metadata["subset"] for sample in samples}) > 1
+    samples = samples_of(files, fim)
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
     ks = parse_ks(k)
     epochs = max(ks)
@@ -133,6 +148,9 @@ def _task(
         solver = solver or replay(completions)
     if fim:
         solver = solver or infill_fim(fim.name)
+    # Several subsets report each under its prefix, and blends; named by the task's subsets, so
+    # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
+    per_subset = len({subset for _, subset in files}) > 1
     return Task(
         dataset=MemoryDataset(samples),
         epochs=epochs,
@@ -234,15 +252,12 @@ def humaneval_infilling(
     refuse_unknown_arguments("humaneval_infilling", humaneval_infilling, unknown)
     fim = prompts.fim_format(fim_format) if fim_format else None
     if problem_file:
-        records = [(record, Path(problem_file).stem) for record in read_problems(problem_file)]
+        files = [(open_problems(problem_file), Path(problem_file).stem)]
     else:
-        records = [
-            (record, name)
-            for name in parse_subsets(subsets)
-            for record in load_official(SUBSETS[name], data_dir)
+        files = [
+            (open_official(SUBSETS[name], data_dir), name) for name in parse_subsets(subsets)
         ]
-    dataset = [record_to_sample(record, subset, fim) for record, subset in records]
-    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout)
+    return _task(files, fim, samples, partial, k, solver, scorer, sandbox, timeout)
 
 
 def _subset_task(name: str, subset: str, size: str):
@@ -332,9 +347,5 @@ def humaneval(
     """
     refuse_unknown_arguments("humaneval", humaneval, unknown)
     fim = prompts.fim_format(fim_format) if fim_format else None
-    if problem_file:
-        records = read_problems(problem_file)
-    else:
-        records = load_official(HUMANEVAL, data_dir)
-    dataset = [record_to_sample(record, "humaneval", fim) for record in records]
-    return _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout)
+    file = open_problems(problem_file) if problem_file else open_official(HUMANEVAL, data_dir)
+    return _task([(file, "humaneval")], fim, samples, partial, k, solver, scorer, sandbox, timeout)
