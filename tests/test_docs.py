@@ -35,3 +35,10 @@ def test_readme_tables_name_every_figure_and_blend_the_metric_reports():
         assert f"| `{prefix}` |" in README, prefix
     assert f"| `{HEADLINE_BLEND}` | each task counts the same | **the primary figure**" in README
 
+
+def test_changelog_has_every_task_version():
+    from heval_inspect.tasks import HUMANEVAL_VERSION, INFILLING_VERSION
+
+    changelog = (Path(__file__).parents[1] / "CHANGELOG.md").read_text()
+    assert f"`humaneval` {HUMANEVAL_VERSION}" in changelog
+    assert f"`humaneval_infilling` {INFILLING_VERSION}" in changelog

@@ -28,15 +28,24 @@ from .data import (
     open_problems,
     read_completions,
     remember,
+    sha256_of,
 )
 from .errors import DataError, TaskArgumentError
 from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
+from .provenance import eval_metadata, task_version
 from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
 from .scorer import unit_tests
 from .solvers import infill_chat, infill_fim, replay
 
 logger = logging.getLogger(__name__)
+
+# Task versions in inspect_evals' scheme "N-X": N, the comparability version, goes up when scores
+# stop being comparable with earlier runs' (it is the log's `task_version`); the letter X when the
+# task's arguments change in a way that can break a user's command. CHANGELOG.md says what
+# changed. The infilling subsets' tasks share humaneval_infilling's version.
+HUMANEVAL_VERSION = "1-A"
+INFILLING_VERSION = "1-A"
 
 # "pool": a few long-lived hardened containers (fast; see sandbox/pool.py); "docker": Inspect's
 # own sandbox, one compose project per sample. Both use the same compose file. "local": no
@@ -130,6 +139,7 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
 
 def _task(
     files: list[tuple[ProblemFile, str]],
+    version: str,
     fim: FimFormat | None,
     completions: str | None,
     partial: bool,
@@ -140,12 +150,19 @@ def _task(
     timeout: float,
 ) -> Task:
     samples = samples_of(files, fim)
+    data_files = [
+        {"role": "problems", "path": str(file.path), "sha256": file.sha256} for file, _ in files
+    ]
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
     ks = parse_ks(k)
     epochs = max(ks)
     if completions:
         samples, epochs = _replayed(samples, completions, partial)
         solver = solver or replay(completions)
+        path = Path(completions)
+        data_files.append(
+            {"role": "completions", "path": str(path.resolve()), "sha256": sha256_of(path)}
+        )
     if fim:
         solver = solver or infill_fim(fim.name)
     # Several subsets report each under its prefix, and blends; named by the task's subsets, so
@@ -174,6 +191,8 @@ def _task(
             else HeadlineMetric(scorer="unit_tests", metric=headline_name(ks, per_subset))
         ),
         sandbox=_sandbox(sandbox),
+        version=task_version(version),
+        metadata=eval_metadata(version, data_files, sandbox, timeout, fim),
     )
 
 
@@ -257,7 +276,9 @@ def humaneval_infilling(
         files = [
             (open_official(SUBSETS[name], data_dir), name) for name in parse_subsets(subsets)
         ]
-    return _task(files, fim, samples, partial, k, solver, scorer, sandbox, timeout)
+    return _task(
+        files, INFILLING_VERSION, fim, samples, partial, k, solver, scorer, sandbox, timeout
+    )
 
 
 def _subset_task(name: str, subset: str, size: str):
@@ -348,4 +369,7 @@ def humaneval(
     refuse_unknown_arguments("humaneval", humaneval, unknown)
     fim = prompts.fim_format(fim_format) if fim_format else None
     file = open_problems(problem_file) if problem_file else open_official(HUMANEVAL, data_dir)
-    return _task([(file, "humaneval")], fim, samples, partial, k, solver, scorer, sandbox, timeout)
+    return _task(
+        [(file, "humaneval")], HUMANEVAL_VERSION, fim, samples, partial, k, solver, scorer,
+        sandbox, timeout,
+    )
