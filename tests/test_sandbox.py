@@ -90,7 +90,7 @@ def test_canonical_solutions_pass(task, tmp_path):
     assert log.results.scores[0].metrics["pass@1"].value == 1.0
 
 
-def test_wrong_answer_fails_with_its_reason_and_program_in_the_explanation(tmp_path):
+def test_wrong_answer_is_explained_verdict_first_then_the_gap_stderr_and_program(tmp_path):
     samples = tmp_path / "wrong.jsonl"
     samples.write_text(json.dumps({"task_id": "HumanEval/0", "completion": "    return 42\n"}))
     log = run(humaneval(), tmp_path, solver=replay(str(samples)), sample_id="HumanEval/0")
@@ -98,10 +98,14 @@ def test_wrong_answer_fails_with_its_reason_and_program_in_the_explanation(tmp_p
     score = sample.scores["unit_tests"]
     assert score.value == {"passed": 0.0, "exact_match": 0.0, "exact_match_stripped": 0.0}
     assert score.metadata["verdict"] == "failed: "  # the reference's words: str(AssertionError())
-    assert "**Verdict:** failed: " in score.explanation and "AssertionError" in score.explanation
-    assert (
-        "    return 42\n" in score.explanation and "check(has_close_elements)" in score.explanation
-    )
+    assert score.answer == "```\n    return 42\n```"  # shown as code, not prose
+    assert sample.store["heval_inspect:middle"] == "    return 42\n"
+    explanation = score.explanation
+    assert explanation.startswith("**Verdict:** `failed: ` — an exception without a message")
+    headings = ["**Verdict:**", "**The gap in context**", "**stderr**", "**Program**"]
+    assert sorted(headings, key=explanation.index) == headings
+    assert "+ 12 |     return 42\n" in explanation  # the model's line, numbered and marked
+    assert "AssertionError" in explanation and "check(has_close_elements)" in explanation
 
 
 # Each probe passes only if the sandbox holds: its test asserts the property inside the container.
