@@ -186,9 +186,9 @@ def test_a_lost_executor_gets_a_new_container_and_the_program_runs_again(
     others = set(pool_containers())  # other runs' on this engine may come and go
     code = SIGNAL_EXECUTOR.replace("{signal}", str(int(signal_number)))
     signaller = WhenAProgramStarts(lambda container: as_root(container, code))
-    # With timeout=1 a stopped executor is given up after 1 x 10 s of wall clock + 10 s of grace.
+    # With timeout=2 a stopped executor is given up after 2 x 10 s of wall clock + 10 s of grace.
     [log] = inspect_eval(
-        humaneval_infilling(problem_file=problem_file(tmp_path, [0.5, 0, 0]), timeout=1),
+        humaneval_infilling(problem_file=problem_file(tmp_path, [1.5, 0, 0]), timeout=2),
         model="none",
         solver=reference(),
         log_dir=str(tmp_path / "logs"),
@@ -208,7 +208,7 @@ def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path
     others = set(pool_containers())  # other runs' on this engine may come and go
     planter = WhenAProgramStarts(lambda container: as_root(container, UNREAPED_ZOMBIE))
     [log] = inspect_eval(
-        humaneval_infilling(problem_file=problem_file(tmp_path, [0.5, 0, 0])),
+        humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])),
         model="none",
         solver=reference(),
         log_dir=str(tmp_path / "logs"),
