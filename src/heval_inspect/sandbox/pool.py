@@ -111,7 +111,6 @@ class Pool:
         self.idle: asyncio.Queue[Executor] = asyncio.Queue()
         self.executors: list[Executor] = []
         self.replacing = asyncio.Lock()  # one compose call at a time changes the project
-        self.replacements = 0
 
     def compose(self, *args: str) -> list[str]:
         return ["compose", "-p", self.project, "-f", self.compose_file, *args]
@@ -155,7 +154,6 @@ class Pool:
         async with self.replacing:
             await _docker("rm", "-f", executor.container)
             executor.container = (await self.start_containers())[0]
-            self.replacements += 1
         logger.info(
             "heval_pool: replaced sandbox container %s: %s", executor.container[:12], why
         )
