@@ -11,20 +11,22 @@ n such processes at once, `-T shard=1/n` ... `n/n`, each with its share of the c
 sandbox pool, as `heval-inspect parallel` starts them.
 
 Workloads:
-  canonical  the 8,652 canonical infilling programs;
+  canonical  the 8,652 canonical infilling programs (`--tasks N`: the first N of one fixed
+             shuffle of them, from every subset);
   multiline5 a fixed 1,000-task multi-line subset with 5 completions each: canonical, empty,
              `pass`, an infinite loop, and `return None`.
 
 Prints wall time, CPU time and peak RSS of each process (the eval process's own CPU, that of the
 `docker` clients it starts, and the whole machine's, which includes the Docker daemon and the
-containers), the eval process's CPU per program, the ratio (2)/(1), compares the verdicts row by
-row, and counts the programs that timed out with the CPU time ours spent in them: a program is only
+containers), the eval process's CPU per program, the ratio (2)/(1), the size of our log per
+sample, compares the verdicts row by row, counts the sandbox containers replaced, and counts the
+programs that timed out with the CPU time ours spent in them: a program is only
 `timed out` once it has had its whole limit, so that CPU over the cores is a floor on our wall
 time that no harness with a load-independent limit can go below.
 `--busy` keeps both cores busy with other processes during both runs. `--side reference` or
 `--side ours` runs one side only (for timing each side from outside, alternated).
 
-    python benchmarks/throughput.py canonical [--shards 2]
+    python benchmarks/throughput.py canonical [--shards 2] [--tasks 8652]
     python benchmarks/throughput.py multiline5 [--busy] [--timeout 3] [--tasks 1000]
                                                [--reference-workers 4] [--shards n]
 
@@ -58,10 +60,12 @@ def problems(subsets: list[str]) -> list[dict]:
     return [record for name in subsets for record in load_official(FILES[name], DATA_DIR)]
 
 
-def workload(name: str, tasks: int = MULTILINE_TASKS) -> tuple[list[str], list[dict], list[dict]]:
-    """(subsets, problems, completion rows) of a workload."""
+def workload(name: str, tasks: int | None = None) -> tuple[list[str], list[dict], list[dict]]:
+    """(subsets, problems, completion rows) of a workload; `tasks`: the first N of a fixed shuffle."""
     if name == "canonical":
         records = problems(SUBSETS)
+        if tasks is not None:
+            records = random.Random(SEED).sample(records, len(records))[:tasks]
         return (
             SUBSETS,
             records,
@@ -69,7 +73,7 @@ def workload(name: str, tasks: int = MULTILINE_TASKS) -> tuple[list[str], list[d
         )
     records = sorted(problems(["multi_line"]), key=lambda r: r["task_id"])
     # The first `tasks` of one fixed shuffle: a smaller run is a prefix of the full one.
-    records = random.Random(SEED).sample(records, MULTILINE_TASKS)[:tasks]
+    records = random.Random(SEED).sample(records, MULTILINE_TASKS)[: tasks or MULTILINE_TASKS]
     return ["multi_line"], records, [row for record in records for row in five_variants(record)]
 
 
@@ -225,8 +229,8 @@ def main() -> None:
     parser.add_argument(
         "--tasks",
         type=int,
-        default=MULTILINE_TASKS,
-        help=f"multiline5: the first N of its {MULTILINE_TASKS} tasks (for a shorter run)",
+        default=None,
+        help=f"the first N tasks of the workload (multiline5 has {MULTILINE_TASKS}) for a shorter run",
     )
     parser.add_argument(
         "--reference-workers",
@@ -350,6 +354,8 @@ def compare(work: Path, rows: list[dict], subsets: list[str], per_task: int) -> 
     differ = [(i, r, o) for i, (r, o) in enumerate(pairs) if r["passed"] != o["passed"]]
     same_text = sum(r["result"] == o["result"] for r, o in pairs)
     passed = [sum(p[side]["passed"] for p in pairs) for side in (0, 1)]
+    log_bytes = log.stat().st_size
+    print(f"log: {log_bytes:,} bytes, {log_bytes / len(pairs):,.0f} per sample")
     print(f"passed: reference {passed[0]}, heval-inspect {passed[1]} of {len(pairs)}")
     print(
         f"same pass/fail verdict: {len(pairs) - len(differ)} of {len(pairs)}; "
@@ -386,6 +392,13 @@ def compare(work: Path, rows: list[dict], subsets: list[str], per_task: int) -> 
         f"timed out: reference {timed_out[0]}, heval-inspect {timed_out[1]}; our CPU in them "
         f"{timed_out_cpu:.1f} s, so at least {timed_out_cpu / cores:.1f} s of wall time on {cores} cores"
     )
+    replaced = sum(
+        score.metadata.get("containers_replaced", 0)
+        for log in eval_logs
+        for sample in log.samples or []
+        if (score := (sample.scores or {}).get(SCORER))
+    )
+    print(f"sandbox containers replaced (residue or a lost executor): {replaced}")
     for index, reference_row, our_row in differ[:20]:
         print(
             f"  row {index} {rows[index]['task_id']}: reference {reference_row['result']!r}, "

@@ -8,11 +8,15 @@ import pytest
 # The official files as published, provided next to the project (never committed here).
 SHARED_DATA = (Path(__file__).parents[1] / ".." / "shared" / "data").resolve()
 INFILLING_DATA = SHARED_DATA / "human-eval-infilling"
+# The browser the viewer test drives: the system's Chromium (Debian's `chromium` package).
+CHROMIUM = os.environ.get("HEVAL_CHROMIUM") or shutil.which("chromium") or "chromium"
 
 
 def pytest_collection_modifyitems(config, items):
-    # Docker tests must run for real: when they are selected and no engine answers, say so loudly
-    # instead of letting them skip.
+    # Docker and browser tests must run for real: when they are selected and what they need is
+    # missing, say so loudly instead of letting them skip.
+    if any(item.get_closest_marker("browser") for item in items):
+        _require_browser()
     if not any(item.get_closest_marker("docker") for item in items):
         return
     if (
@@ -22,6 +26,21 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(
             "Tests marked 'docker' need a running Docker engine (start it, e.g. "
             "`../shared/tools/docker-engine.sh up`), or deselect them with -m 'not docker'."
+        )
+
+
+def _require_browser() -> None:
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        missing = "PyPI's playwright (pip install -e '.[test]')"
+    else:
+        missing = None if shutil.which(CHROMIUM) else f"a Chromium at {CHROMIUM}"
+    if missing:
+        raise pytest.UsageError(
+            f"Tests marked 'browser' need {missing}: install Debian's chromium "
+            "(`apt-get install chromium`, or set HEVAL_CHROMIUM to a Chromium binary) and the "
+            "test extras, or deselect them with -m 'not browser'."
         )
 
 

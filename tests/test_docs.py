@@ -23,3 +23,22 @@ def test_readme_fim_table_has_every_family_with_its_layout_order_and_stop_tokens
     for name, row in FIM_FORMATS.items():
         assert f"`{row.layout}` | {row.order} | " in rows[name]
         assert rows[name].endswith(", ".join(f"`{stop}`" for stop in row.stop) + " |")
+
+
+def test_readme_tables_name_every_figure_and_blend_the_metric_reports():
+    from heval_inspect.metrics import HEADLINE_BLEND, HEADLINE_STDERR, MEAN_FIGURES
+
+    figures = ["pass@k", *MEAN_FIGURES, "..._stderr", HEADLINE_STDERR, "samples"]
+    for name in figures:
+        assert f"| `{name}` |" in README, name
+    for prefix in (HEADLINE_BLEND, "mean_of_subsets/", "problem_macro/"):
+        assert f"| `{prefix}` |" in README, prefix
+    assert f"| `{HEADLINE_BLEND}` | each task counts the same | **the primary figure**" in README
+
+
+def test_changelog_has_every_task_version():
+    from heval_inspect.tasks import HUMANEVAL_VERSION, INFILLING_VERSION
+
+    changelog = (Path(__file__).parents[1] / "CHANGELOG.md").read_text()
+    assert f"`humaneval` {HUMANEVAL_VERSION}" in changelog
+    assert f"`humaneval_infilling` {INFILLING_VERSION}" in changelog

@@ -1,8 +1,10 @@
-"""Faults around the sandbox: no Docker, a container killed or removed mid-run, an interrupted run.
+"""Faults around the sandbox: no Docker, a container killed or removed mid-run, an executor killed
+or stopped, residue no program could leave, an interrupted run.
 
 Each is done for real (no engine reachable, `docker kill` / `docker rm -f` of a running pool
-container, SIGINT to a running `inspect eval`), and the run must end with every sample scored
-exactly once, after `inspect eval-retry` where the run stopped.
+container, signals and processes sent in with `docker exec` as root, SIGINT to a running
+`inspect eval`), and the run must end with every sample scored exactly once, after
+`inspect eval-retry` where the run stopped.
 """
 
 import json
@@ -17,7 +19,6 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai import eval_retry
 from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.solver import Generate, TaskState, solver
@@ -104,10 +105,10 @@ def pool_containers() -> list[str]:
 
 
 class WhenAProgramStarts(threading.Thread):
-    """In the background: once a pool container runs a program that has started, do `action`
-    (a docker command) to that container, once; `done` says whether it was done."""
+    """In the background: once a pool container runs a program that has started, run the docker
+    command `action(container)` on that container, once; `done` says whether it was done."""
 
-    def __init__(self, action: list[str]) -> None:
+    def __init__(self, action) -> None:
         super().__init__(daemon=True)
         self.action, self.done = action, False
         self.start()
@@ -124,7 +125,7 @@ class WhenAProgramStarts(threading.Thread):
                     check=False,
                 )  # fmt: skip
                 if started.returncode == 0:
-                    subprocess.run(["docker", *self.action, container], check=True)
+                    subprocess.run(["docker", *self.action(container)], check=True)
                     self.done = True
                     return
             time.sleep(0.1)
@@ -136,11 +137,13 @@ def scored_once(log) -> dict[str, str]:
     return {str(s.id): s.scores["unit_tests"].metadata["verdict"] for s in log.samples}
 
 
-def test_a_container_killed_mid_program_is_restarted_and_the_program_run_again(
-    tmp_path, monkeypatch
+@pytest.mark.parametrize("action", ["kill", "rm -f"])
+def test_a_container_killed_or_removed_mid_program_is_replaced_and_the_program_run_again(
+    action, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
-    killer = WhenAProgramStarts(["kill"])
+    others = set(pool_containers())  # other runs' on this engine may come and go
+    killer = WhenAProgramStarts(lambda container: [*action.split(), container])
     [log] = inspect_eval(
         humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])),
         model="none",
@@ -152,33 +155,76 @@ def test_a_container_killed_mid_program_is_restarted_and_the_program_run_again(
     assert killer.done
     assert log.status == "success", log.error
     assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
+    assert set(pool_containers()) - others == set()
 
 
-def test_a_container_removed_mid_program_is_a_sample_error_and_retry_completes(
-    tmp_path, monkeypatch
+def as_root(container: str, code: str) -> list[str]:
+    """Python run in the container as root, in the background: what no program can do."""
+    return ["exec", "-d", "--user", "0:0", container, "python3", "-c", code]
+
+
+# Signals the pool's executor (`python3 -I -c SOURCE serve`).
+SIGNAL_EXECUTOR = (
+    "import os\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n"
+    "    if open(f'/proc/{pid}/cmdline', 'rb').read().endswith(b'\\0serve\\0'):\n"
+    "        os.kill(int(pid), {signal})\n"
+)
+# A process of the programs' user that stays a zombie: its root parent never reaps it.
+UNREAPED_ZOMBIE = (
+    "import os, time\nif os.fork() == 0:\n    os.setresgid(65534, 65534, 65534)\n"
+    "    os.setresuid(65534, 65534, 65534)\n    os._exit(0)\ntime.sleep(600)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "signal_number", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"]
+)
+def test_a_lost_executor_gets_a_new_container_and_the_program_runs_again(
+    signal_number, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
-    remover = WhenAProgramStarts(["rm", "-f"])
+    others = set(pool_containers())  # other runs' on this engine may come and go
+    code = SIGNAL_EXECUTOR.replace("{signal}", str(int(signal_number)))
+    signaller = WhenAProgramStarts(lambda container: as_root(container, code))
+    # With timeout=2 a stopped executor is given up after 2 x 10 s of wall clock + 10 s of grace.
     [log] = inspect_eval(
-        humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0, 0])),
+        humaneval_infilling(problem_file=problem_file(tmp_path, [1.5, 0, 0]), timeout=2),
         model="none",
         solver=reference(),
         log_dir=str(tmp_path / "logs"),
         display="none",
     )
-    remover.join()
-    assert remover.done
-    assert log.status == "error"
-    errored = [sample for sample in log.samples if sample.error is not None]
-    assert errored and "container" in errored[0].error.message
-    assert not any(  # an error, never a verdict
-        sample.scores for sample in errored
-    )
+    signaller.join()
+    assert signaller.done
+    assert log.status == "success", log.error
+    assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
+    replaced = {str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples}
+    assert sorted(replaced.values(), key=str) == [1, None, None]
+    assert set(pool_containers()) - others == set()
 
-    [retried] = eval_retry(log, log_dir=str(tmp_path / "logs"), display="none")
-    assert retried.status == "success", retried.error
-    assert scored_once(retried) == {f"slow/{i}": "passed" for i in range(4)}
-    assert pool_containers() == []
+
+def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
+    others = set(pool_containers())  # other runs' on this engine may come and go
+    planter = WhenAProgramStarts(lambda container: as_root(container, UNREAPED_ZOMBIE))
+    [log] = inspect_eval(
+        humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])),
+        model="none",
+        solver=reference(),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_samples=1,
+    )
+    planter.join()
+    assert planter.done
+    assert log.status == "success", log.error
+    assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
+    residues = {str(s.id): s.scores["unit_tests"].metadata.get("residue") for s in log.samples}
+    # Found after the first program; the next ones ran in the new container, clean.
+    assert residues == {"slow/0": {"processes": 1}, "slow/1": None, "slow/2": None}
+    replaced = {str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples}
+    assert replaced == {"slow/0": 1, "slow/1": None, "slow/2": None}
+    assert set(pool_containers()) - others == set()
 
 
 def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):

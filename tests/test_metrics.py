@@ -6,9 +6,10 @@ from fractions import Fraction
 import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput
+from inspect_ai.scorer import SampleScore, Score
 from inspect_ai.solver import Generate, TaskState, solver
 
-from heval_inspect.metrics import clustered_stderr, parse_ks, pass_at_k
+from heval_inspect.metrics import clustered_stderr, humaneval_metrics, parse_ks, pass_at_k
 from heval_inspect.solvers import MIDDLE
 from heval_inspect.tasks import humaneval_infilling
 
@@ -65,6 +66,50 @@ def test_clustered_stderr_with_one_task_per_problem_is_the_usual_standard_error(
 
     got = clustered_stderr(np.array(values), np.full(5, 0.2), ["a", "b", "c", "d", "e"])
     assert got == pytest.approx(usual, abs=1e-12)
+
+
+def sample_scores(rows):
+    """SampleScores of (task id, subset, problem, passed) rows, one epoch each."""
+    return [
+        SampleScore(
+            score=Score(
+                value={"passed": float(p), "exact_match": 0.0, "exact_match_stripped": 0.0}
+            ),
+            sample_id=task_id,
+            sample_metadata={"subset": subset, "problem_id": problem},
+        )
+        for task_id, subset, problem, p in rows
+    ]
+
+
+def test_the_headline_and_its_standard_error_lead_then_pass_at_k_then_the_rest():
+    scores = sample_scores(
+        [("a", "multi_line", "P0", 1), ("b", "single_line", "P0", 0), ("c", "single_line", "P1", 1)]
+    )
+    figures = humaneval_metrics(k=1)(scores)
+    assert list(figures)[:9] == [
+        "sample_weighted/pass@1",
+        "stderr",
+        "single_line/pass@1",  # the subsets in their usual order, then the other blends
+        "multi_line/pass@1",
+        "mean_of_subsets/pass@1",
+        "problem_macro/pass@1",
+        "sample_weighted/exact_match",
+        "single_line/exact_match",
+        "multi_line/exact_match",
+    ]
+    assert figures["stderr"] == figures["sample_weighted/pass@1_stderr"]
+    assert list(figures)[-2:] == ["single_line/samples", "multi_line/samples"]
+    one_set = humaneval_metrics(k=1)(scores[1:2] + scores[2:])
+    assert list(one_set)[:3] == ["pass@1", "stderr", "exact_match"]
+    assert one_set["stderr"] == one_set["pass@1_stderr"]
+
+
+def test_a_task_of_several_subsets_keeps_its_names_when_one_subset_runs():
+    scores = sample_scores([("b", "single_line", "P0", 0), ("c", "single_line", "P1", 1)])
+    figures = humaneval_metrics(k=1, per_subset=True)(scores)
+    assert list(figures)[:3] == ["sample_weighted/pass@1", "stderr", "single_line/pass@1"]
+    assert figures["sample_weighted/pass@1"] == figures["single_line/pass@1"] == 0.5
 
 
 # An eval whose verdicts are known before it runs: three problems, tasks from three subsets, three
@@ -181,6 +226,10 @@ def test_reported_figures_equal_hand_computation(tmp_path, caplog):
     blend("mean_of_subsets/", lambda t: 1.0 / size[t["subset"]])
     blend("problem_macro/", lambda t: 1.0 / per_problem[t["problem"]])
 
+    # The headline first, then its standard error under the name Inspect reads it by.
+    assert list(reported)[:2] == ["sample_weighted/pass@1", "stderr"]
+    expected["stderr"] = expected["sample_weighted/pass@1_stderr"]
+    assert log.results.headline.metric == "sample_weighted/pass@1"
     assert set(reported) == set(expected)  # pass@5 needs 5 epochs: left out, not NaN
     told = [r.getMessage() for r in caplog.records if "will not be reported" in r.getMessage()]
     assert told == [

@@ -90,7 +90,7 @@ def test_canonical_solutions_pass(task, tmp_path):
     assert log.results.scores[0].metrics["pass@1"].value == 1.0
 
 
-def test_wrong_answer_fails_with_its_reason_and_program_in_the_explanation(tmp_path):
+def test_wrong_answer_is_explained_verdict_first_then_the_gap_stderr_and_program(tmp_path):
     samples = tmp_path / "wrong.jsonl"
     samples.write_text(json.dumps({"task_id": "HumanEval/0", "completion": "    return 42\n"}))
     log = run(humaneval(), tmp_path, solver=replay(str(samples)), sample_id="HumanEval/0")
@@ -98,10 +98,14 @@ def test_wrong_answer_fails_with_its_reason_and_program_in_the_explanation(tmp_p
     score = sample.scores["unit_tests"]
     assert score.value == {"passed": 0.0, "exact_match": 0.0, "exact_match_stripped": 0.0}
     assert score.metadata["verdict"] == "failed: "  # the reference's words: str(AssertionError())
-    assert "**Verdict:** failed: " in score.explanation and "AssertionError" in score.explanation
-    assert (
-        "    return 42\n" in score.explanation and "check(has_close_elements)" in score.explanation
-    )
+    assert score.answer == "```\n    return 42\n```"  # shown as code, not prose
+    assert sample.store["heval_inspect:middle"] == "    return 42\n"
+    explanation = score.explanation
+    assert explanation.startswith("**Verdict:** `failed: ` — an exception without a message")
+    headings = ["**Verdict:**", "**The gap in context**", "**stderr**", "**Program**"]
+    assert sorted(headings, key=explanation.index) == headings
+    assert "+ 12 |     return 42\n" in explanation  # the model's line, numbered and marked
+    assert "AssertionError" in explanation and "check(has_close_elements)" in explanation
 
 
 # Each probe passes only if the sandbox holds: its test asserts the property inside the container.
@@ -186,7 +190,8 @@ mine = posix.getcwd()
 strays = [pid for pid in os.listdir('/proc') if pid.isdigit()
           and b'sleep\\x00600' in open(f'/proc/{pid}/cmdline', 'rb').read()]
 assert not strays, strays
-assert not [e for e in os.listdir('/tmp') if os.path.join('/tmp', e) != mine], os.listdir('/tmp')
+mine = {mine, mine.replace('/program-', '/report-')}  # its scratch folder and report FIFO
+assert not [e for e in os.listdir('/tmp') if os.path.join('/tmp', e) not in mine], os.listdir('/tmp')
 assert not os.listdir('/dev/shm'), os.listdir('/dev/shm')
 if posix.fork() == 0:
     posix.setsid()
@@ -205,12 +210,11 @@ def test_pool_leaves_nothing_between_programs(tmp_path, monkeypatch):
     assert set(verdicts(log).values()) == {"passed"}
 
 
-def test_pool_survives_a_program_that_kills_its_executor(tmp_path, monkeypatch):
+def test_programs_cannot_signal_their_executor_or_container(tmp_path, monkeypatch):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     probes = {
         "kills executor": "import os, posix, signal\nposix.kill(os.getppid(), signal.SIGKILL)",
-        # The container's main command is its second-oldest process; it runs as root so that no
-        # program can stop the container.
+        # The container's main command is its second-oldest process.
         "kills container": (
             "import os, posix, signal\n"
             "pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
@@ -223,8 +227,22 @@ def test_pool_survives_a_program_that_kills_its_executor(tmp_path, monkeypatch):
         humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path, solver=reference()
     )
     assert verdicts(log) == {
-        ("probe/kills executor", 1): "failed: the program killed the sandbox's executor",
+        ("probe/kills executor", 1): "failed: [Errno 1] Operation not permitted",
         ("probe/kills container", 1): "failed: [Errno 1] Operation not permitted",
         ("probe/fine 1", 1): "passed",
         ("probe/fine 2", 1): "passed",
     }
+
+
+# Touches every page of 200 MiB: within 256 MiB of address space (the interpreter takes some), not
+# within 128.
+TOUCHES_200_MIB = "block = b'x' * (200 << 20)"
+
+
+@pytest.mark.parametrize(("memory_limit", "verdict"), [(512, "passed"), (128, "failed: ")])
+def test_memory_limit_is_a_task_argument(memory_limit, verdict, tmp_path):
+    task = humaneval_infilling(
+        problem_file=probe_file(tmp_path, {"200 MiB": TOUCHES_200_MIB}), memory_limit=memory_limit
+    )
+    log = run(task, tmp_path, solver=reference())
+    assert verdicts(log) == {("probe/200 MiB", 1): verdict}

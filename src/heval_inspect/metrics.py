@@ -6,16 +6,21 @@ al., 2021), and the mean over its epochs of each exact-match score. Figures are 
 per-task values:
 
 - a run of one set (HumanEval, one infilling subset, a problem file): `pass@k`, `exact_match`,
-  `exact_match_stripped`, `samples`, each mean with its standard error (`..._stderr`);
+  `exact_match_stripped`, each with its standard error (`..._stderr`), and `samples`;
 - a run of several infilling subsets: each subset on its own (`single_line/pass@1`, ...) and three
-  blends, named for what they are: `mean_of_subsets/` (unweighted mean of the subset figures, what
-  lm-evaluation-harness reports), `sample_weighted/` (mean over all tasks) and `problem_macro/`
-  (mean over HumanEval problems of the mean of each problem's tasks).
+  blends, named for what they are: `sample_weighted/` (mean over all tasks, the run's headline),
+  `mean_of_subsets/` (unweighted mean of the subset figures, what lm-evaluation-harness reports)
+  and `problem_macro/` (mean over HumanEval problems of the mean of each problem's tasks).
+
+The first figure is the headline (pass@k for the smallest k, over the whole run), followed by
+`stderr`, its standard error again under the name Inspect's log list and `evals_df` read; then the
+other pass@k figures, then exact match, then every standard error, then the counts.
 
 Tasks cut from the same HumanEval problem are not independent, so every standard error is
 clustered by problem: for a figure T = sum_i w_i x_i (weights summing to 1) over G problems,
 SE(T) = sqrt(G / (G - 1) * sum_g (sum_{i in g} w_i (x_i - T))^2). With one task per problem this is
-the usual standard error of a mean.
+the usual standard error of a mean; with a single problem there is no spread to measure, and it
+is 0.
 """
 
 import logging
@@ -26,6 +31,7 @@ import numpy as np
 from inspect_ai.hooks import Hooks, TaskStart, hooks
 from inspect_ai.scorer import Metric, SampleScore, Value, metric
 
+from .data import SUBSETS
 from .errors import TaskArgumentError
 
 logger = logging.getLogger(__name__)
@@ -33,6 +39,16 @@ logger = logging.getLogger(__name__)
 PASSED = "passed"
 # Score keys averaged over epochs as they are (pass@k is derived from PASSED).
 MEAN_FIGURES = ("exact_match", "exact_match_stripped")
+# The name Inspect's log list and `evals_df` read the headline's standard error from.
+HEADLINE_STDERR = "stderr"
+# The blend a run of several subsets leads with: every task counts the same, as in the reference
+# harness's mean over the tasks it is given.
+HEADLINE_BLEND = "sample_weighted/"
+
+
+def headline_name(ks: list[int], per_subset: bool) -> str:
+    """The figure a run leads with: pass@k for the smallest k, over the whole run."""
+    return f"{HEADLINE_BLEND if per_subset else ''}pass@{min(ks)}"
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -87,19 +103,26 @@ def clustered_stderr(values: np.ndarray, weights: np.ndarray, clusters: Sequence
 
 
 @metric(scores="unreduced")
-def humaneval_metrics(k: int | str | list[int] = 1) -> Metric:
+def humaneval_metrics(
+    k: int | str | list[int] = 1, per_subset: bool | None = None, cluster: str = "problem_id"
+) -> Metric:
     """pass@k for each k, exact match (strict and stripped), per subset and blended.
 
     Args:
         k: The k of pass@k: one or several (e.g. "1,10"). A k above the number of epochs is not
             reported (and a warning says why).
+        per_subset: Report each subset under its own prefix, and the blends. Default: when the
+            scores hold several subsets (the tasks set it from the subsets they were given, so
+            that a run cut down to one subset keeps its names).
+        cluster: The sample metadata that says which HumanEval problem a task was cut from; the
+            standard errors are clustered by it.
     """
     ks = parse_ks(k)
 
     def compute(scores: list[SampleScore]) -> Value:
         if not scores:
             return {}
-        tasks = _tasks(scores)
+        tasks = _tasks(scores, cluster)
         # A pass@k that some task has too few epochs for is left out (never NaN); the run was
         # told why when it started (KTooLargeWarning).
         n_min = int(tasks["epochs"].min())
@@ -110,37 +133,43 @@ def humaneval_metrics(k: int | str | list[int] = 1) -> Metric:
         _, problem_index, tasks_per_problem = np.unique(
             problems, return_inverse=True, return_counts=True
         )
-
-        def blend(prefix: str, weights: np.ndarray) -> dict[str, float]:
-            chosen = weights > 0
-            weights = weights[chosen] / math.fsum(weights[chosen])
-            results = {}
-            for name, all_values in values.items():
-                figure = all_values[chosen]
-                results[f"{prefix}{name}"] = weighted_mean(figure, weights)
-                results[f"{prefix}{name}_stderr"] = clustered_stderr(
-                    figure, weights, problem_index[chosen]
-                )
-            return results
-
-        everything = np.ones(len(subsets))
         names, sizes = np.unique(subsets, return_counts=True)
-        if len(names) == 1:
-            return blend("", everything) | {"samples": float(len(subsets))}
-        results: dict[str, float] = {}
-        for subset, size in zip(names, sizes, strict=True):
-            results |= blend(f"{subset}/", (subsets == subset).astype(float))
-            results[f"{subset}/samples"] = float(size)
         size_of = dict(zip(names, sizes, strict=True))
-        results |= blend("sample_weighted/", everything)
-        results |= blend("mean_of_subsets/", 1.0 / np.array([size_of[s] for s in subsets]))
-        results |= blend("problem_macro/", 1.0 / tasks_per_problem[problem_index])
-        return results
+        everything = np.ones(len(subsets))
+        if not (len(names) > 1 if per_subset is None else per_subset):
+            rows = {"": everything}
+            counts = {"samples": float(len(subsets))}
+        else:
+            ordered = sorted(names, key=_subset_order)
+            rows = (
+                {HEADLINE_BLEND: everything}
+                | {f"{subset}/": (subsets == subset).astype(float) for subset in ordered}
+                | {
+                    "mean_of_subsets/": 1.0 / np.array([size_of[s] for s in subsets]),
+                    "problem_macro/": 1.0 / tasks_per_problem[problem_index],
+                }
+            )
+            counts = {f"{subset}/samples": float(size_of[subset]) for subset in ordered}
+
+        estimates: dict[str, float] = {}
+        errors: dict[str, float] = {}
+        for name, all_values in values.items():
+            for prefix, weights in rows.items():
+                chosen = weights > 0
+                share = weights[chosen] / math.fsum(weights[chosen])
+                figure = all_values[chosen]
+                estimates[prefix + name] = weighted_mean(figure, share)
+                errors[f"{prefix}{name}_stderr"] = clustered_stderr(
+                    figure, share, problem_index[chosen]
+                )
+        lead = next(iter(estimates))
+        headline = {lead: estimates[lead], HEADLINE_STDERR: errors[f"{lead}_stderr"]}
+        return headline | estimates | errors | counts
 
     return compute
 
 
-def _tasks(scores: list[SampleScore]) -> dict:
+def _tasks(scores: list[SampleScore], cluster: str) -> dict:
     """Per task, in one task order: its number of epochs, how many passed, the sum over its
     epochs of each exact-match score, its subset and its HumanEval problem."""
     row_of: dict[str, int] = {}
@@ -157,7 +186,7 @@ def _tasks(scores: list[SampleScore]) -> dict:
             row = row_of[task_id] = len(epochs)
             metadata = sample_score.sample_metadata or {}
             subsets.append(metadata.get("subset", "all"))
-            problems.append(metadata.get("problem_id", task_id))
+            problems.append(metadata.get(cluster, task_id))
             epochs.append(0)
             passed.append(0)
             for column in sums.values():
@@ -173,6 +202,12 @@ def _tasks(scores: list[SampleScore]) -> dict:
         "subset": np.array(subsets),
         "problem": np.array(problems),
     }
+
+
+def _subset_order(name: str) -> tuple[int, str]:
+    """The official subsets in their usual order (single line first), then any others by name."""
+    known = list(SUBSETS)
+    return (known.index(name), "") if name in known else (len(known), name)
 
 
 def _figures(ks: list[int]) -> dict[str, Callable[[dict], np.ndarray]]:

@@ -3,9 +3,12 @@
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
+from .data import problem_for
+from .errors import TaskArgumentError
+from .explanation import explain, fenced
 from .extract import middle_from_chat
 from .metrics import humaneval_metrics
-from .sandbox import DEFAULT_TIMEOUT
+from .sandbox import CONTAINER_MEMORY_MIB, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .sandbox.execution import execute
 from .solvers import MIDDLE
 
@@ -19,47 +22,73 @@ def assemble_program(prompt: str, middle: str, suffix: str, test: str, entry_poi
     return prompt + middle + suffix + "\n" + test + "\n" + f"check({entry_point})"
 
 
+# Below this, Python itself cannot start in the sandbox.
+MIN_MEMORY_MIB = 64
+
+
 @scorer(metrics=[humaneval_metrics()])
-def unit_tests(timeout: float = DEFAULT_TIMEOUT) -> Scorer:
+def unit_tests(timeout: float = DEFAULT_TIMEOUT, memory_limit: int = DEFAULT_MEMORY_MIB) -> Scorer:
     """Run HumanEval's unit tests on prompt + middle + suffix in the sandbox.
 
     Args:
         timeout: Seconds the program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
+        memory_limit: MiB of address space for each of the program's processes.
     """
+    if not MIN_MEMORY_MIB <= memory_limit <= CONTAINER_MEMORY_MIB:
+        raise TaskArgumentError(
+            f"memory_limit={memory_limit} is out of range: give MiB from {MIN_MEMORY_MIB} (the "
+            f"interpreter's own needs) to {CONTAINER_MEMORY_MIB} (the sandbox container's limit); "
+            f"the default is {DEFAULT_MEMORY_MIB}."
+        )
 
     async def score(state: TaskState, target: Target) -> Score:
+        problem = problem_for(str(state.sample_id), state.metadata)
+        prompt, suffix = problem["prompt"], problem["suffix"]
         # Solvers of this package leave the gap's code in the store; any other solver's answer
         # is read as a chat answer.
-        meta = state.metadata
         middle = state.store.get(MIDDLE)
         if middle is None:
-            middle = middle_from_chat(state.output.completion, meta["prompt"], meta["suffix"])
+            middle = middle_from_chat(state.output.completion, prompt, suffix)
         program = assemble_program(
-            meta["prompt"], middle, meta["suffix"], meta["test"], meta["entry_point"]
+            prompt, middle, suffix, problem["test"], problem["entry_point"]
         )
-        execution = await execute(program, timeout)
+        execution = await execute(program, timeout, memory_limit)
         return Score(
             value={
                 "passed": float(execution.status == "passed"),
                 "exact_match": float(middle == target.text),
                 "exact_match_stripped": float(middle.strip() == target.text.strip()),
             },
-            answer=middle,
-            explanation=_explain(execution, program),
+            # A fenced block, which the viewer shows as code: in full (lines and indentation
+            # kept) in the transcript, in code font on one line in the sample list and header.
+            # No language tag, which those one-line views would show as a word. The code itself
+            # is in the store, under MIDDLE.
+            answer=fenced(middle),
+            explanation=explain(
+                execution.verdict,
+                execution.status,
+                execution.cpu_seconds,
+                execution.stderr_tail,
+                program,
+                gap_start=len(prompt),
+                gap_length=len(middle),
+                reason=execution.reason,
+            ),
             metadata={
                 "verdict": execution.verdict,
+                "reason": execution.reason,
                 "cpu_seconds": execution.cpu_seconds,
                 "wall_seconds": execution.wall_seconds,
+                # Only when the program left something the executor could not remove, or its
+                # container had to be replaced.
+                **({"residue": execution.residue} if execution.residue else {}),
+                **(
+                    {"containers_replaced": execution.containers_replaced}
+                    if execution.containers_replaced
+                    else {}
+                ),
             },
         )
 
     return score
-
-
-def _explain(execution, program: str) -> str:
-    parts = [f"**Verdict:** {execution.verdict}"]
-    if execution.stderr_tail:
-        parts.append(f"**stderr (tail):**\n\n```\n{execution.stderr_tail}\n```")
-    parts.append(f"**Program:**\n\n```python\n{program}\n```")
-    return "\n\n".join(parts)

@@ -4,7 +4,7 @@ from inspect_ai.model import ChatMessageAssistant, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from . import prompts
-from .data import read_completions
+from .data import problem_for, read_completions
 from .extract import middle_from_chat, middle_from_fim
 
 # Where a solver leaves the code for the gap, for the scorer to insert as is.
@@ -18,9 +18,8 @@ def infill_chat() -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         state = await ask(state, generate)
-        middle = middle_from_chat(
-            state.output.completion, state.metadata["prompt"], state.metadata["suffix"]
-        )
+        problem = problem_for(str(state.sample_id), state.metadata)
+        middle = middle_from_chat(state.output.completion, problem["prompt"], problem["suffix"])
         state.store.set(MIDDLE, middle)
         return state
 

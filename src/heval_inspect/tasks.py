@@ -14,21 +14,39 @@ from typing import Any, Literal
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.log import HeadlineMetric
 from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Solver
 
 from . import prompts
-from .data import HUMANEVAL, SUBSETS, load_official, read_completions, read_problems
+from .data import (
+    HUMANEVAL,
+    SUBSETS,
+    ProblemFile,
+    open_official,
+    open_problems,
+    read_completions,
+    remember,
+    sha256_of,
+)
 from .errors import DataError, TaskArgumentError
-from .metrics import humaneval_metrics, parse_ks
+from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
-from .sandbox import COMPOSE_FILE, DEFAULT_TIMEOUT
+from .provenance import eval_metadata, task_version
+from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .scorer import unit_tests
 from .shard import apply_shard, parse_shard
 from .solvers import infill_chat, infill_fim, replay
 
 logger = logging.getLogger(__name__)
+
+# Task versions in inspect_evals' scheme "N-X": N, the comparability version, goes up when scores
+# stop being comparable with earlier runs' (it is the log's `task_version`); the letter X when the
+# task's arguments change in a way that can break a user's command. CHANGELOG.md says what
+# changed. The infilling subsets' tasks share humaneval_infilling's version.
+HUMANEVAL_VERSION = "1-A"
+INFILLING_VERSION = "1-A"
 
 # "pool": a few long-lived hardened containers (fast; see sandbox/pool.py); "docker": Inspect's
 # own sandbox, one compose project per sample. Both use the same compose file. "local": no
@@ -41,22 +59,31 @@ SANDBOX_TYPES = {"pool": "heval_pool", "docker": "docker", "local": "local"}
 FIM_MAX_TOKENS = 1024
 
 
-def record_to_sample(record: dict, subset: str, fim: FimFormat | None = None) -> Sample:
-    """One problem as a sample; its input is the chat prompt, or the raw prompt of a FIM family."""
+def record_to_sample(
+    record: dict, subset: str, source: str, fim: FimFormat | None = None
+) -> Sample:
+    """One problem as a sample; its input is the chat prompt, or the raw prompt of a FIM family.
+
+    Its metadata names the problem (subset, HumanEval problem, and the file it came from, where
+    the solvers and the scorer find its texts): the prompt and suffix are in the input already,
+    and the whole program, tests included, is in the score's explanation.
+    """
     prompt, suffix = record["prompt"], record.get("suffix", "")
     return Sample(
         id=record["task_id"],
         input=fim_prompt(fim, prompt, suffix) if fim else chat_prompt(prompt, suffix),
         target=record["canonical_solution"],
-        metadata={
-            "subset": subset,
-            "problem_id": problem_id(record["task_id"]),
-            "prompt": prompt,
-            "suffix": suffix,
-            "test": record["test"],
-            "entry_point": record["entry_point"],
-        },
+        metadata={"subset": subset, "problem_id": problem_id(record["task_id"]), "source": source},
     )
+
+
+def samples_of(files: list[tuple[ProblemFile, str]], fim: FimFormat | None) -> list[Sample]:
+    """The samples of some problem files, each with its subset's name."""
+    samples = []
+    for file, subset in files:
+        remember(file)
+        samples += [record_to_sample(record, subset, file.source, fim) for record in file.records]
+    return samples
 
 
 def problem_id(task_id: str) -> str:
@@ -116,7 +143,8 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
 
 
 def _task(
-    samples: list[Sample],
+    files: list[tuple[ProblemFile, str]],
+    version: str,
     fim: FimFormat | None,
     completions: str | None,
     partial: bool,
@@ -125,14 +153,27 @@ def _task(
     scorer: Scorer | None,
     sandbox: SandboxName,
     timeout: float,
+    memory_limit: int,
 ) -> Task:
+    samples = samples_of(files, fim)
+    data_files = [
+        {"role": "problems", "path": str(file.path), "sha256": file.sha256} for file, _ in files
+    ]
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
-    epochs = max(parse_ks(k))
+    ks = parse_ks(k)
+    epochs = max(ks)
     if completions:
         samples, epochs = _replayed(samples, completions, partial)
         solver = solver or replay(completions)
+        path = Path(completions)
+        data_files.append(
+            {"role": "completions", "path": str(path.resolve()), "sha256": sha256_of(path)}
+        )
     if fim:
         solver = solver or infill_fim(fim.name)
+    # Several subsets report each under its prefix, and blends; named by the task's subsets, so
+    # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
+    per_subset = len({subset for _, subset in files}) > 1
     return Task(
         dataset=MemoryDataset(samples),
         epochs=epochs,
@@ -142,10 +183,22 @@ def _task(
             if fim
             else GenerateConfig()
         ),
-        scorer=scorer or unit_tests(timeout=timeout),
-        # The pass@k asked for; a scorer of the user's own keeps its own metrics.
-        metrics=None if scorer else [humaneval_metrics(k)],
+        scorer=scorer or unit_tests(timeout=timeout, memory_limit=memory_limit),
+        # The pass@k asked for; a scorer of the user's own keeps its own metrics and headline.
+        # `cluster` is given by name so that the viewer labels the error bar stderr[problem_id].
+        metrics=(
+            None
+            if scorer
+            else [humaneval_metrics(k, per_subset=per_subset, cluster="problem_id")]
+        ),
+        headline_metric=(
+            None
+            if scorer
+            else HeadlineMetric(scorer="unit_tests", metric=headline_name(ks, per_subset))
+        ),
         sandbox=_sandbox(sandbox),
+        version=task_version(version),
+        metadata=eval_metadata(version, data_files, sandbox, timeout, memory_limit, fim),
     )
 
 
@@ -194,6 +247,7 @@ def humaneval_infilling(
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
+    memory_limit: int = DEFAULT_MEMORY_MIB,
     fim_format: str | None = None,
     shard: str | None = None,
     **unknown: Any,
@@ -217,6 +271,8 @@ def humaneval_infilling(
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: Seconds each program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
+        memory_limit: MiB of address space for each process of a program (the reference has
+            no limit; at most the sandbox container's 1,536 MiB).
         fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
@@ -228,15 +284,15 @@ def humaneval_infilling(
     part = parse_shard(shard)
     fim = prompts.fim_format(fim_format) if fim_format else None
     if problem_file:
-        records = [(record, Path(problem_file).stem) for record in read_problems(problem_file)]
+        files = [(open_problems(problem_file), Path(problem_file).stem)]
     else:
-        records = [
-            (record, name)
-            for name in parse_subsets(subsets)
-            for record in load_official(SUBSETS[name], data_dir)
+        files = [
+            (open_official(SUBSETS[name], data_dir), name) for name in parse_subsets(subsets)
         ]
-    dataset = [record_to_sample(record, subset, fim) for record, subset in records]
-    task = _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout)
+    task = _task(
+        files, INFILLING_VERSION, fim, samples, partial, k, solver, scorer, sandbox, timeout,
+        memory_limit,
+    )
     return apply_shard(task, part, _problem_of)
 
 
@@ -254,6 +310,7 @@ def _subset_task(name: str, subset: str, size: str):
         scorer: Scorer | None = None,
         sandbox: SandboxName = "pool",
         timeout: float = DEFAULT_TIMEOUT,
+        memory_limit: int = DEFAULT_MEMORY_MIB,
         fim_format: str | None = None,
         shard: str | None = None,
         **unknown: Any,
@@ -270,6 +327,7 @@ def _subset_task(name: str, subset: str, size: str):
             scorer=scorer,
             sandbox=sandbox,
             timeout=timeout,
+            memory_limit=memory_limit,
             fim_format=fim_format,
             shard=shard,
         )
@@ -303,6 +361,7 @@ def humaneval(
     scorer: Scorer | None = None,
     sandbox: SandboxName = "pool",
     timeout: float = DEFAULT_TIMEOUT,
+    memory_limit: int = DEFAULT_MEMORY_MIB,
     fim_format: str | None = None,
     shard: str | None = None,
     **unknown: Any,
@@ -323,6 +382,8 @@ def humaneval(
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: Seconds each program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
+        memory_limit: MiB of address space for each process of a program (the reference has
+            no limit; at most the sandbox container's 1,536 MiB).
         fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
@@ -333,10 +394,9 @@ def humaneval(
     refuse_unknown_arguments("humaneval", humaneval, unknown)
     part = parse_shard(shard)
     fim = prompts.fim_format(fim_format) if fim_format else None
-    if problem_file:
-        records = read_problems(problem_file)
-    else:
-        records = load_official(HUMANEVAL, data_dir)
-    dataset = [record_to_sample(record, "humaneval", fim) for record in records]
-    task = _task(dataset, fim, samples, partial, k, solver, scorer, sandbox, timeout)
+    file = open_problems(problem_file) if problem_file else open_official(HUMANEVAL, data_dir)
+    task = _task(
+        [(file, "humaneval")], HUMANEVAL_VERSION, fim, samples, partial, k, solver, scorer,
+        sandbox, timeout, memory_limit,
+    )
     return apply_shard(task, part, _problem_of)

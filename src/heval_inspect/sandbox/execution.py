@@ -14,17 +14,18 @@ from . import (
     DEFAULT_TIMEOUT,
     EXECUTOR_GRACE_SECONDS,
     EXECUTOR_SOURCE,
+    EXECUTOR_USER,
     FILE_BYTES,
-    MEMORY_BYTES,
-    PROGRAM_USER,
+    DEFAULT_MEMORY_MIB,
     WALL_CLOCK_FACTOR,
     SandboxFailure,
 )
-from .pool import PoolSandboxEnvironment, killed_executor_verdict
+from .pool import PoolSandboxEnvironment, executor_lost_verdict
 
 ST = TypeVar("ST", bound=SandboxEnvironment)
 
-# How `docker exec` reports a command killed by SIGKILL (128 + 9).
+# How `docker exec` reports a command killed by SIGKILL (128 + 9), as the kernel's out-of-memory
+# killer would end it.
 SIGKILL_EXIT_CODE = 137
 
 
@@ -37,6 +38,11 @@ class Execution:
     wall_seconds: float
     stdout_bytes: int
     stderr_tail: str
+    # What the program left that the executor could not remove (processes, files, IPC objects,
+    # memory); the pool replaced the container. Empty: the container was checked clean.
+    residue: dict[str, int]
+    # Pool containers replaced on this program's account (its residue, or a lost executor).
+    containers_replaced: int = 0
 
     @property
     def verdict(self) -> str:
@@ -44,14 +50,16 @@ class Execution:
         return "failed: " + self.reason if self.status == "failed" else self.status
 
 
-async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
+async def execute(
+    program: str, timeout: float = DEFAULT_TIMEOUT, memory_mib: int = DEFAULT_MEMORY_MIB
+) -> Execution:
     """Run one program in the current sample's sandbox and return the executor's verdict."""
     wall_seconds = timeout * WALL_CLOCK_FACTOR
     request = {
         "program": program,
         "seconds": timeout,
         "wall_seconds": wall_seconds,
-        "memory_bytes": MEMORY_BYTES,
+        "memory_bytes": memory_mib << 20,
         "file_bytes": FILE_BYTES,
     }
     environment = sandbox()
@@ -62,17 +70,20 @@ async def execute(program: str, timeout: float = DEFAULT_TIMEOUT) -> Execution:
         # No container and no other user: this machine's Python, as the user running the eval.
         command, user = [sys.executable, "-I", "-c", EXECUTOR_SOURCE, "local"], None
     else:
-        command, user = ["python3", "-I", "-c", EXECUTOR_SOURCE], PROGRAM_USER
-    result = await environment.exec(
-        command,
-        input=json.dumps(request),
-        timeout=int(wall_seconds + EXECUTOR_GRACE_SECONDS),
-        user=user,
-    )
+        command, user = ["python3", "-I", "-c", EXECUTOR_SOURCE], EXECUTOR_USER
+    try:
+        result = await environment.exec(
+            command,
+            input=json.dumps(request),
+            timeout=int(wall_seconds + EXECUTOR_GRACE_SECONDS),
+            user=user,
+        )
+    except TimeoutError:
+        # The container is this sample's alone, so whatever kept its executor from answering
+        # began with the program: judged as the pool judges a lost executor.
+        return Execution(**executor_lost_verdict())
     if result.returncode == SIGKILL_EXIT_CODE and not result.stdout:
-        # The program killed its executor (`kill -1` reaches it: same user). The container is
-        # this sample's alone, so that is the program's doing, judged as the pool judges it.
-        return Execution(**killed_executor_verdict())
+        return Execution(**executor_lost_verdict())
     try:
         return Execution(**json.loads(result.stdout))
     except (json.JSONDecodeError, TypeError) as error:

@@ -8,14 +8,17 @@ ours baked in). A request is one JSON object:
 
 and its answer one JSON line: {"status": "passed" | "failed" | "timed out", "reason": str,
 "returncode": int, "cpu_seconds": float, "wall_seconds": float, "stdout_bytes": int,
-"stderr_tail": str}.
+"stderr_tail": str, "residue": {what: count}}.
 
 Run with no argument, it answers the one request on stdin (one `docker exec` per program). Run as
 `serve`, it answers one request per line of stdin until EOF, so a long-lived container runs many
-programs through one process. Either way, after each program it kills every process the program
-left in the container and empties the writable scratch areas, so nothing survives into the next.
-With `local` (the unsafe `-T sandbox=local`, no container), it cleans up only the program's own
-session and scratch folder.
+programs through one process. With `local` (the unsafe `-T sandbox=local`, no container), it runs
+programs as the user running the eval and cleans up only the program's own session and folder.
+
+Privilege separation (in the container): the executor runs as root with no capability but the few
+it needs to police programs (KILL, SETUID, SETGID, DAC_OVERRIDE, FOWNER; see compose.yaml); each
+program runs as another user ("nobody") with none. So a program can neither signal, stop nor
+trace its executor, nor read its pipes; its misdeeds can only be its own verdict.
 
 Why a parent and a child: each program runs in a fresh child process, forked from this executor
 before it has run any program (as the reference harness forks its workers), in a session of its
@@ -24,11 +27,18 @@ behind. Forking an interpreter that has already started costs about a millisecon
 a new one costs tens. The program passes only if the child's harness reports, on a private pipe and
 with a per-run nonce, that `exec` of the whole program (tests included) returned normally: an early
 `exit(0)`, `os._exit(0)`, `raise SystemExit` or printing a success marker is a fail, as in the
-reference harness, whose `exec` treats any BaseException as a failure.
+reference harness, whose `exec` treats any BaseException as a failure, and whose verdict for a
+program that dies without reporting is "timed out".
+
+After every program: every process of the programs' user is killed (zombies with live threads
+included), the scratch areas are emptied (however deep, unwritable or oddly named their trees),
+System V IPC objects are removed, and then all of that is checked. What could not be removed is the
+answer's `residue`; the pool replaces a container whose residue is not empty.
 """
 
 import builtins
 import ctypes
+import io
 import json
 import math
 import os
@@ -63,29 +73,71 @@ class TimeoutException(Exception):  # the reference harness's name
     """Raised in the program when its time is up, as the reference's `time_limit` raises it."""
 
 
+class WriteOnlyStringIO(io.StringIO):  # the reference harness's name: messages show it
+    """The program's stdin, stdout and stderr (one object, as in the reference's `swallow_io`):
+    reading fails with an empty OSError and `fileno` is unsupported, as there. What is written
+    goes to the executor's stdout pipe rather than into memory, so output cannot exhaust it."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def write(self, text) -> int:
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+        if not isinstance(text, str):
+            raise TypeError(f"string argument expected, got '{type(text).__name__}'")
+        data = text.encode("utf-8", "surrogateescape")
+        try:
+            while data:
+                data = data[os.write(self._fd, data) :]
+        except OSError:
+            pass  # the program closed its stdout: in the reference, writes never fail here
+        return len(text)
+
+    def read(self, *args, **kwargs):
+        raise OSError
+
+    def readline(self, *args, **kwargs):
+        raise OSError
+
+    def readlines(self, *args, **kwargs):
+        raise OSError
+
+    def readable(self, *args, **kwargs) -> bool:
+        return False
+
+
 def _raise_timeout(signum, frame) -> None:
     raise TimeoutException("Timed out!")
 
 
-def _child(program: str, nonce: str, request: dict, fds: dict[str, int], scratch: str) -> None:
-    """In the forked child: limits, then the program, exactly as the reference's
-    `exec(check_program, {})`. Reports on the private pipe: "P" + nonce after a normal return,
-    "T" if its time ran out (TimeoutException), or "F" + the exception's text (what the reference
-    prints after "failed: "). Never returns."""
+def _child(program: str, nonce: str, request: dict, fds: dict[str, int], place) -> None:
+    """In the forked child: identity, limits, then the program, exactly as the reference's
+    `exec(check_program, {})`. Reports through the report FIFO: "P" + nonce after a normal
+    return, "T" if its time ran out (TimeoutException), or "F" + the exception's text (what the
+    reference prints after "failed: "). The FIFO is opened by its path only to report, so a
+    program that closes or reuses every file descriptor still gets its verdict. Never returns."""
     # Kept before the program runs: it may replace what the module attributes point to.
-    report, exit_now, print_exception = os.write, os._exit, traceback.print_exc
+    open_fd, write, exit_now, print_exception = os.open, os.write, os._exit, traceback.print_exc
+    report_path = request["report"]
+
+    def report(message: bytes) -> None:
+        write(open_fd(report_path, os.O_WRONLY | os.O_NONBLOCK), message)
+
     code = 1
     try:
-        _set_dumpable(True)  # the program's own /proc entries behave as usual (see main)
         os.setsid()
-        os.chdir(scratch)
+        place.become_program(request["scratch"])
+        _set_dumpable(True)  # the program's own /proc entries behave as usual (see main)
+        os.chdir(request["scratch"])
+        sys.stdin.close()  # as in the reference's worker, where multiprocessing closed it
         null = os.open(os.devnull, os.O_RDONLY)
         for source, target in ((null, 0), (fds["stdout"], 1), (fds["stderr"], 2)):
             os.dup2(source, target)
-        token = fds["token"]
-        os.closerange(3, token)
-        os.closerange(token + 1, 65536)
-        sys.stdin = open(0, closefd=False)  # noqa: SIM115  (stdin reads at EOF, as in the reference)
+        os.closerange(3, 65536)
+        errors = open(2, "w", closefd=False)  # noqa: SIM115  (the traceback's way out)
+        sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO(1)
         # A safety net only: the parent ends the program on its own time first (see run).
         cpu = math.ceil(request["seconds"] + KILL_AFTER_ALARM_SECONDS) + 1
         for limit, value in (
@@ -96,7 +148,7 @@ def _child(program: str, nonce: str, request: dict, fds: dict[str, int], scratch
         ):
             resource.setrlimit(limit, value)
         os.environ.clear()
-        os.environ.update(CHILD_ENVIRONMENT | {"HOME": scratch})
+        os.environ.update(CHILD_ENVIRONMENT | {"HOME": request["scratch"]})
         for module, names in REFERENCE_DISABLED.items():
             for name in names:
                 setattr(module, name, None)
@@ -108,22 +160,21 @@ def _child(program: str, nonce: str, request: dict, fds: dict[str, int], scratch
         try:
             exec(compile(program, "<string>", "exec"), {})  # noqa: S102  (the whole point)
         except TimeoutException:
-            report(token, b"T")
+            report(b"T")
         except BaseException as error:  # noqa: BLE001  (as the reference: any exception fails)
-            print_exception()
+            try:
+                print_exception(file=errors)
+                errors.flush()
+            except BaseException:  # noqa: BLE001, S110  (the program may have closed stderr)
+                pass
             try:
                 message = str(error)
             except BaseException:  # noqa: BLE001  (a program's exception may not print)
                 message = type(error).__name__
-            report(token, b"F" + message.encode("utf-8", "replace")[:2000])
+            report(b"F" + message.encode("utf-8", "replace")[:REPORT_TEXT_BYTES])
         else:
-            report(token, b"P" + nonce.encode())
+            report(b"P" + nonce.encode())
             code = 0
-        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-            try:
-                stream.flush()
-            except BaseException:  # noqa: BLE001, S110  (the program may have broken them)
-                pass
     finally:
         exit_now(code)
 
@@ -134,124 +185,255 @@ CHILD_ENVIRONMENT = {
     "OMP_NUM_THREADS": "1",
 }
 STDERR_TAIL_BYTES = 4096
+# A report fits in one atomic FIFO write (PIPE_BUF, 4096 bytes).
+REPORT_TEXT_BYTES = 2000
+REPORT_BYTES = 4096
 POLL_SECONDS = 0.02
 # After its TimeoutException, how long a program that caught it may go on before it is killed
 # (the reference joins its worker for timeout + 1 s).
 KILL_AFTER_ALARM_SECONDS = 1.0
 # How long the pipes may stay open once everything that holds them has been killed.
 DRAIN_SECONDS = 1.0
+# How long the kernel and the container's init may take to reap the killed processes.
+REAP_SECONDS = 2.0
+
+# Writable places a program can leave files in (the root file system is read-only): /tmp (which
+# holds each program's scratch folder), POSIX shared memory and POSIX message queues.
+SCRATCH_AREAS = ("/tmp", "/dev/shm", "/dev/mqueue")
+SYSV_IPC_TABLES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+# The container's CPU time used so far (cgroup v2, then v1), and its shared memory (tmpfs and IPC).
+CGROUP_CPU = (
+    ("/sys/fs/cgroup/cpu.stat", "usage_usec", 1e-6),
+    ("/sys/fs/cgroup/cpuacct/cpuacct.usage", None, 1e-9),
+    ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", None, 1e-9),
+)
+CGROUP_SHMEM = (
+    ("/sys/fs/cgroup/memory.stat", "shmem"),
+    ("/sys/fs/cgroup/memory/memory.stat", "total_shmem"),
+)
+# Programs run as "nobody", the user the image's Dockerfile names.
+PROGRAM_UID = PROGRAM_GID = 65534
 
 
-# Writable places a program can leave files in (the root file system is read-only).
-SCRATCH_AREAS = ("/tmp", "/dev/shm")
-
-
-def _kill_group(pgid: int) -> None:
+def _read_counter(path: str, key: str | None) -> int | None:
     try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        with open(path, "rb") as counters:
+            text = counters.read().decode()
+    except OSError:
+        return None
+    if key is None:
+        return int(text)
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return None
 
 
-def _container_keepers() -> set[int]:
-    """Processes never killed: the container's init and main command (its two oldest processes)
-    and this executor's ancestors (such as a `timeout` wrapper of the exec)."""
-    pids = sorted(int(entry) for entry in os.listdir("/proc") if entry.isdigit())
-    keepers = set(pids[:2])
-    pid = os.getppid()
-    while pid > 0:
-        keepers.add(pid)
+def _first_counter(candidates) -> tuple | None:
+    for candidate in candidates:
+        if _read_counter(*candidate[:2]) is not None:
+            return candidate
+    return None
+
+
+def _processes():
+    """(pid, stat fields after the name, real uid) of every process but this one."""
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
         try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                pid = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            with open(f"/proc/{entry}/status", "rb") as status:
+                uid = next(int(line.split()[1]) for line in status if line.startswith(b"Uid:"))
+        except (OSError, StopIteration):
+            continue  # gone meanwhile
+        yield int(entry), fields, uid
+
+
+def _empty(paths: list[str]) -> None:
+    """Remove files and trees, however deep (GNU rm walks them without recursion or long paths),
+    unwritable (the executor may override permissions) or strangely named. Most programs leave
+    only their empty scratch folder and report FIFO, which go without starting `rm`."""
+    stubborn = []
+    for path in paths:
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+        except FileNotFoundError:
+            pass
         except OSError:
-            break
-    return keepers - {os.getpid()}
+            stubborn.append(path)
+    if stubborn:
+        subprocess.run(
+            ["rm", "-rf", "--one-file-system", "--", *stubborn],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+
+
+def _entries(area: str) -> list[str]:
+    try:
+        return [os.path.join(area, name) for name in os.listdir(area)]
+    except FileNotFoundError:
+        return []
 
 
 class InContainer:
-    """Cleanup in the sandbox container: every process but the keepers goes, and the writable
-    scratch areas are emptied, so nothing at all survives into the next program."""
+    """The sandbox container: programs run as another user, and after each the whole container
+    is brought back to how it was before it, or its residue is reported."""
 
     def __init__(self) -> None:
-        self.keepers = _container_keepers()
+        if os.geteuid() != 0:
+            sys.exit(
+                "executor.py must start as root in the sandbox container (the compose file's "
+                "`user: 0:0` and `cap_add`): it runs programs as another user, whom it polices."
+            )
+        self.cpu_counter = _first_counter(CGROUP_CPU)
+        self.shmem_counter = _first_counter(CGROUP_SHMEM)
+        self.shmem_baseline = self._shmem()
 
-    def is_stray(self, pid: int, session: int, program: int) -> bool:
-        return pid not in self.keepers
+    def become_program(self, scratch: str) -> None:
+        # Killed first when the container runs out of memory: a program, never its executor.
+        with open("/proc/self/oom_score_adj", "w") as adjust:
+            adjust.write("1000")
+        os.setgroups([])
+        os.setresgid(PROGRAM_GID, PROGRAM_GID, PROGRAM_GID)
+        os.setresuid(PROGRAM_UID, PROGRAM_UID, PROGRAM_UID)  # every capability goes with root
+        os.mkdir(scratch, 0o700)
 
-    def clean_files(self, scratch: str) -> None:
-        _empty_scratch_areas()
+    def is_stray(self, pid: int, fields: list[bytes], uid: int, program: int) -> bool:
+        return uid == PROGRAM_UID
+
+    def cpu_seconds(self, program: int) -> float:
+        """CPU time used in the container so far, less this executor's own: the program's
+        processes and threads wherever they are (they cannot leave the container's cgroup)."""
+        if self.cpu_counter is None:
+            return 0.0
+        path, key, unit = self.cpu_counter
+        return (_read_counter(path, key) or 0) * unit - time.process_time()
+
+    def clean(self, paths: list[str]) -> None:
+        _empty([path for area in SCRATCH_AREAS for path in _entries(area)])
+        if any(_sysv_ipc_objects()):
+            # Only an object's owner may remove it: remove the programs' as their user.
+            subprocess.run(
+                ["ipcrm", "--all"],
+                user=PROGRAM_UID,
+                group=PROGRAM_GID,
+                extra_groups=[],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+
+    def residue(self, scratch: str) -> dict[str, int]:
+        return {
+            "scratch entries": sum(len(_entries(area)) for area in SCRATCH_AREAS),
+            "System V IPC objects": sum(_sysv_ipc_objects()),
+            "shared memory bytes": max(0, self._shmem() - self.shmem_baseline),
+        }
+
+    def _shmem(self) -> int:
+        return (_read_counter(*self.shmem_counter) or 0) if self.shmem_counter else 0
+
+
+def _sysv_ipc_objects() -> list[int]:
+    counts = []
+    for table in SYSV_IPC_TABLES:
+        try:
+            with open(table, "rb") as rows:
+                counts.append(max(0, len(rows.read().splitlines()) - 1))  # less the header
+        except OSError:
+            counts.append(0)
+    return counts
 
 
 class OnThisMachine:
-    """Cleanup for `-T sandbox=local` (no container): only the program's own session and its
-    scratch folder; a program that starts a session of its own escapes, one reason why local
-    execution is an unsafe opt-in."""
+    """`-T sandbox=local` (no container): programs run as the eval's user, and only the program's
+    own session and scratch folder are cleaned up; a program that starts a session of its own
+    escapes, one reason why local execution is an unsafe opt-in."""
 
-    def is_stray(self, pid: int, session: int, program: int) -> bool:
-        return session == program
+    def become_program(self, scratch: str) -> None:
+        os.mkdir(scratch, 0o700)
 
-    def clean_files(self, scratch: str) -> None:
-        shutil.rmtree(scratch, ignore_errors=True)
+    def is_stray(self, pid: int, fields: list[bytes], uid: int, program: int) -> bool:
+        return int(fields[3]) == program  # fields[3]: the session
+
+    def cpu_seconds(self, program: int) -> float:
+        """CPU time used so far by the program's session (its live processes and threads)."""
+        ticks = sum(
+            int(fields[11]) + int(fields[12])  # utime, stime
+            for _, fields, _ in _processes()
+            if int(fields[3]) == program
+        )
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def clean(self, paths: list[str]) -> None:
+        _empty(paths)
+
+    def residue(self, scratch: str) -> dict[str, int]:
+        return {"scratch entries": int(os.path.lexists(scratch))}
 
 
-def _kill_strays(cleanup: InContainer | OnThisMachine, program: int) -> None:
-    """Kill every process the cleanup calls a stray (never this one), until none is left.
+def _kill_strays(place: InContainer | OnThisMachine, program: int) -> int:
+    """Kill every process `place` calls a stray, zombies included (a zombie leader's threads may
+    still run), until all are gone or REAP_SECONDS have passed; return how many are left.
 
     Repeated because a process may fork while the others are being killed; the container's pids
-    limit bounds how many there can be, and each pass leaves fewer that can still fork.
+    limit bounds how many there can be, and each pass leaves fewer that can still fork. Killed
+    processes are reaped by the container's init, or by this executor (its own child, `program`,
+    which it waits for itself and so does not wait for here).
     """
     me = os.getpid()
-    for _ in range(100):
-        strays = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == me:
-                continue
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as stat:
-                    fields = stat.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            # fields: state, ppid, process group, session, ...; a zombie is already dead.
-            if fields[0] != b"Z" and cleanup.is_stray(int(entry), int(fields[3]), program):
-                strays.append(int(entry))
-        if not strays:
-            return
-        for pid in strays:
+    deadline = time.monotonic() + REAP_SECONDS
+    while True:
+        strays = [
+            (pid, fields)
+            for pid, fields, uid in _processes()
+            if place.is_stray(pid, fields, uid, program)
+        ]
+        for pid, _ in strays:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        left = [pid for pid, fields in strays if not (fields[0] == b"Z" and int(fields[1]) == me)]
+        if not left or time.monotonic() > deadline:
+            return len(left)
         time.sleep(0.002)
 
 
-def _empty_scratch_areas() -> None:
-    for area in SCRATCH_AREAS:
-        try:
-            entries = os.listdir(area)
-        except OSError:
-            continue
-        for entry in entries:
-            path = os.path.join(area, entry)
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
-
-
-def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
+def run(request: dict, place: InContainer | OnThisMachine) -> dict:
     nonce = secrets.token_hex(16)
-    scratch = tempfile.mkdtemp(prefix="program-")
-    pipes = {name: os.pipe() for name in ("stdout", "stderr", "token")}
+    names = secrets.token_hex(8)
+    request = request | {
+        "scratch": os.path.join(tempfile.gettempdir(), f"program-{names}"),
+        "report": os.path.join(tempfile.gettempdir(), f"report-{names}"),
+    }
+    os.mkfifo(request["report"])
+    os.chmod(request["report"], 0o622)  # the program's user may write its report
+    # The FIFO is kept open for writing here too, so that reading it never meets its end.
+    report_fds = (
+        os.open(request["report"], os.O_RDONLY | os.O_NONBLOCK),
+        os.open(request["report"], os.O_WRONLY),
+    )
+    pipes = {name: os.pipe() for name in ("stdout", "stderr")}
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _child(request["program"], nonce, request, {n: w for n, (_, w) in pipes.items()}, scratch)
+        _child(request["program"], nonce, request, {n: w for n, (_, w) in pipes.items()}, place)
+    cpu_before = place.cpu_seconds(pid)
     for _, write_end in pipes.values():
         os.close(write_end)
+    exited = _end_watch(pid)
     status: int | None = None
     usage = None
 
@@ -263,14 +445,16 @@ def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
     alarmed = killed_for_time = False
     ended = False
     drained_by = math.inf
-    while streams:
+    while status is None or streams:
         out_of_time = False
         if status is None:
             waited, waited_status, waited_usage = os.wait4(pid, os.WNOHANG)
             if waited:
                 status, usage = waited_status, waited_usage
             else:
-                own = _own_seconds(pid, started)
+                # The program's time: its own wall-clock time less its waits for a CPU, or the
+                # CPU its processes and threads used, whichever is more (see _own_seconds).
+                own = max(_own_seconds(pid, started), place.cpu_seconds(pid) - cpu_before)
                 if not alarmed and own >= request["seconds"]:
                     os.kill(pid, signal.SIGALRM)
                     alarmed = True
@@ -283,34 +467,44 @@ def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
             # session of its own, holding the pipes open) goes now, so the pipes reach EOF.
             killed_for_time = status is None
             ended = True
-            _kill_group(pid)
-            _kill_strays(cleanup, pid)
+            _kill_strays(place, pid)
             drained_by = time.monotonic() + DRAIN_SECONDS
         elif ended and time.monotonic() > drained_by:
-            break  # a process that escaped the cleanup (local only) still holds a pipe
-        ready, _, _ = select.select(list(streams), [], [], POLL_SECONDS)
+            break  # a process that escaped the cleanup still holds a pipe
+        if status is not None and not streams:
+            break
+        watched = [*streams, report_fds[0], *(exited if status is None else [])]
+        ready, _, _ = select.select(watched, [], [], POLL_SECONDS)
         for fd in ready:
+            if fd in exited:
+                continue  # wait4 at the top of the loop reaps it
+            if fd == report_fds[0]:
+                token = (token + _read_available(fd))[:REPORT_BYTES]
+                continue
             chunk = os.read(fd, 65536)
             if not chunk:
                 os.close(fd)
                 del streams[fd]
             elif streams[fd] == "stdout":
                 stdout_bytes += len(chunk)
-            elif streams[fd] == "stderr":
+            else:
                 stderr_tail = (stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
-            elif len(token) < 4096:
-                token += chunk
     if status is None:
         _, status, usage = os.wait4(pid, 0)
+    token = (token + _read_available(report_fds[0]))[:REPORT_BYTES]
     returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - started
     cpu = usage.ru_utime + usage.ru_stime
-    for read_end in streams:
-        os.close(read_end)
-    cleanup.clean_files(scratch)
+    for fd in [*streams, *report_fds, *exited]:
+        os.close(fd)
+
+    # Nothing of the program may be left for the next one: what could not be removed is residue.
+    left = _kill_strays(place, pid)
+    place.clean([request["scratch"], request["report"]])
+    residue = {"processes": left} | place.residue(request["scratch"])
 
     stderr_text = stderr_tail.decode("utf-8", errors="replace")
-    if token == b"P" + nonce.encode() and returncode == 0:
+    if token == b"P" + nonce.encode():
         status, reason = "passed", ""
     elif (
         token == b"T"
@@ -323,7 +517,9 @@ def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
     elif token.startswith(b"F"):
         status, reason = "failed", token[1:].decode("utf-8", errors="replace")
     else:
-        status, reason = "failed", _failure_reason(returncode, stderr_text)
+        # It ended without reporting: the reference's verdict for that is "timed out" (its
+        # result list stays empty); the reason says what really happened.
+        status, reason = "timed out", _ended_without_report(returncode, stderr_text)
     return {
         "status": status,
         "reason": reason,
@@ -332,15 +528,42 @@ def run(request: dict, cleanup: InContainer | OnThisMachine) -> dict:
         "wall_seconds": round(wall, 4),
         "stdout_bytes": stdout_bytes,
         "stderr_tail": stderr_text,
+        "residue": {what: count for what, count in residue.items() if count},
     }
 
 
+def _end_watch(pid: int) -> list[int]:
+    """A descriptor that becomes readable when the process ends (a pidfd), so that its end wakes
+    the loop at once; none on kernels older than 5.3, where the loop finds it within a poll."""
+    try:
+        return [os.pidfd_open(pid)]
+    except (AttributeError, OSError):
+        return []
+
+
+def _read_available(fd: int) -> bytes:
+    """What the non-blocking report FIFO holds now."""
+    data = b""
+    while len(data) < REPORT_BYTES:
+        try:
+            chunk = os.read(fd, REPORT_BYTES)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def _own_seconds(pid: int, started: float) -> float:
-    """The time the program has had so far: wall-clock time since it started, less the time it
-    spent waiting for a CPU (the kernel's run delay, /proc/<pid>/schedstat, in nanoseconds).
+    """The time the program's main thread has had so far: wall-clock time since it started, less
+    the time it spent waiting for a CPU (the kernel's run delay, /proc/<pid>/schedstat, in
+    nanoseconds).
 
     On an idle machine that is its wall-clock time, the reference harness's measure; on a busy
     one it does not grow while the program waits for a core, so load cannot make it time out.
+    A wait that the program causes itself (its own processes or threads keeping the CPU busy, a
+    lowered priority) is bounded by the CPU those use, which `run` counts as well.
     """
     try:
         with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
@@ -350,13 +573,19 @@ def _own_seconds(pid: int, started: float) -> float:
     return time.monotonic() - started - run_delay
 
 
-def _failure_reason(returncode: int, stderr_text: str) -> str:
-    lines = [line for line in stderr_text.splitlines() if line.strip()]
+def _ended_without_report(returncode: int, stderr_text: str) -> str:
     if returncode < 0:
-        return f"killed by signal {signal.Signals(-returncode).name}"
-    if returncode == 0:
-        return "exited before the tests completed"
-    return lines[-1] if lines else f"exit code {returncode}"
+        return f"killed by signal {_signal_name(-returncode)} before the tests completed"
+    lines = [line for line in stderr_text.splitlines() if line.strip()]
+    ending = f"; stderr ends: {lines[-1]}" if lines else ""
+    return f"exited with code {returncode} before the tests completed{ending}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # real-time signals have no name of their own
+        return f"SIGRTMIN+{number - signal.SIGRTMIN}" if number >= signal.SIGRTMIN else str(number)
 
 
 PR_SET_DUMPABLE = 4  # <linux/prctl.h>
@@ -370,21 +599,21 @@ def _set_dumpable(dumpable: bool) -> None:
 def main() -> None:
     arguments = sys.argv[1:]
     if "local" in arguments:
-        cleanup: InContainer | OnThisMachine = OnThisMachine()
+        place: InContainer | OnThisMachine = OnThisMachine()
     elif os.path.exists("/.dockerenv"):
-        cleanup = InContainer()
+        place = InContainer()
     else:
-        # It kills every other process it may signal: outside a container, the user's.
+        # It kills every process of the programs' user: outside a container, someone else's.
         sys.exit("executor.py runs only inside the sandbox container (or with `local`).")
-    # Programs run as the same user as this executor. Not dumpable, its /proc/<pid>/fd and mem
-    # are closed to them: a program cannot open the executor's stdout (`/proc/<ppid>/fd/1`) to
-    # write a verdict line of its own, nor its stdin to send requests.
+    # Not dumpable, its /proc/<pid>/fd and mem are closed to every other process, even one of its
+    # own user (the `local` case): a program cannot open the executor's stdout
+    # (`/proc/<ppid>/fd/1`) to write a verdict line of its own, nor its stdin to send requests.
     _set_dumpable(False)
     if "serve" in arguments:
         for line in sys.stdin:
-            print(json.dumps(run(json.loads(line), cleanup)), flush=True)
+            print(json.dumps(run(json.loads(line), place)), flush=True)
     else:
-        print(json.dumps(run(json.loads(sys.stdin.read()), cleanup)), flush=True)
+        print(json.dumps(run(json.loads(sys.stdin.read()), place)), flush=True)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ Inspect's `docker` sandbox starts and removes a compose project for every sample
 each), which dwarfs a HumanEval program (tens of milliseconds). This sandbox starts the same
 hardened compose service a few times per task, and keeps one executor process (`executor.py
 serve`) inside each container. A program goes to an idle container's executor, which runs it in a
-fresh interpreter and afterwards kills every process it left and empties the scratch areas, so no
-state passes from one program to the next. The isolation is that of the compose file: no network,
-non-root, read-only root, no capabilities, memory, CPU and pids limits.
+fresh interpreter as an unprivileged user and afterwards removes everything it left (processes,
+files, IPC objects) and checks that the container is as it was. When that check finds residue, or
+the executor dies, hangs or answers nonsense, the container is replaced by a new one before it
+runs another program: no state passes from one program to the next. The isolation is that of the
+compose file: no network, read-only root, memory, CPU, pids and IPC limits.
 
 It runs scoring programs only: `exec`, `read_file` and `write_file` are refused, since a sample
 does not own a container (use `-T sandbox=docker` for agents that work in a sandbox).
@@ -14,6 +16,7 @@ does not own a container (use `-T sandbox=docker` for agents that work in a sand
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import uuid
@@ -28,7 +31,9 @@ from inspect_ai.util import (
 )
 
 from ..errors import DockerUnavailableError
-from . import EXECUTOR_SOURCE, PROGRAM_USER, SandboxFailure
+from . import EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure
+
+logger = logging.getLogger(__name__)
 
 POOL_SIZE_ENV = "HEVAL_POOL_SIZE"
 PROJECT_PREFIX = "heval-pool-"
@@ -61,7 +66,7 @@ class Executor:
             "exec",
             "-i",
             "--user",
-            PROGRAM_USER,
+            EXECUTOR_USER,
             self.container,
             "python3",
             "-I",
@@ -81,43 +86,19 @@ class Executor:
         self.process = None
 
     async def run(self, request: dict, timeout: float) -> dict | None:
-        """The verdict, or None if the executor died (a program can kill it: same user)."""
+        """The executor's answer, or None if it died, did not answer in time or answered
+        something that is not a verdict."""
         if self.process is None or self.process.returncode is not None:
-            await self._restart()
+            await self.start()
         assert self.process and self.process.stdin and self.process.stdout
         try:
             self.process.stdin.write(json.dumps(request).encode() + b"\n")
             await self.process.stdin.drain()
             line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
-        except (BrokenPipeError, ConnectionResetError):
-            line = b""
-        except TimeoutError:
-            await self.stop()
-            raise SandboxFailure(
-                f"The executor in container {self.container[:12]} did not answer within "
-                f"{timeout:g}s."
-            )
-        if not line:
+            return json.loads(line)
+        except (BrokenPipeError, ConnectionResetError, TimeoutError, ValueError):
             await self.stop()
             return None
-        return json.loads(line)
-
-    async def _restart(self) -> None:
-        await self.stop()
-        # The container itself may have stopped (its main process killed): start it again.
-        code, running, error = await _docker("inspect", "-f", "{{.State.Running}}", self.container)
-        if code != 0:
-            # Removed from outside (a program cannot remove its own container): the run's
-            # infrastructure failed, so the sample is an error, never a verdict.
-            raise SandboxFailure(
-                f"Sandbox container {self.container[:12]} is gone ({error.strip()}); "
-                f"`inspect eval-retry` the log to score the remaining samples."
-            )
-        if running.strip() != "true":
-            code, _, error = await _docker("start", self.container)
-            if code != 0:
-                raise SandboxFailure(f"Could not restart container {self.container[:12]}: {error}")
-        await self.start()
 
 
 class Pool:
@@ -129,40 +110,68 @@ class Pool:
         self.size = size
         self.idle: asyncio.Queue[Executor] = asyncio.Queue()
         self.executors: list[Executor] = []
+        self.replacing = asyncio.Lock()  # one compose call at a time changes the project
 
     def compose(self, *args: str) -> list[str]:
         return ["compose", "-p", self.project, "-f", self.compose_file, *args]
 
     async def start(self, source: str) -> None:
-        for step in (("build",), ("up", "-d", "--scale", f"{SERVICE}={self.size}")):
-            code, _, error = await _docker(*self.compose(*step))
-            if code != 0:
-                raise SandboxFailure(
-                    f"`docker compose {' '.join(step)}` failed for the sandbox pool: {error[-2000:]}"
-                )
-        code, ids, error = await _docker(*self.compose("ps", "-q", SERVICE))
-        containers = ids.split()
-        if code != 0 or len(containers) != self.size:
-            raise SandboxFailure(f"The sandbox pool did not start {self.size} containers: {error}")
-        for container in containers:
+        code, _, error = await _docker(*self.compose("build"))
+        if code != 0:
+            raise SandboxFailure(
+                f"`docker compose build` failed for the sandbox pool: {error[-2000:]}"
+            )
+        for container in await self.start_containers():
             executor = Executor(container, source)
             await executor.start()
             self.executors.append(executor)
             self.idle.put_nowait(executor)
 
     async def run(self, request: dict, timeout: float) -> dict:
+        """The executor's answer, and how many containers were replaced on its account."""
         executor = await self.idle.get()
         try:
-            result = await executor.run(request, timeout)
-            if result is None:
-                # The executor died with the program. Run it once more on a fresh executor: if
-                # the program kills it again, that is the program's doing.
-                result = await executor.run(request, timeout)
-            if result is None:
-                result = killed_executor_verdict()
-            return result
+            for replaced in range(2):
+                answer = await executor.run(request, timeout)
+                if answer is not None:
+                    if answer["residue"]:
+                        await self.replace(executor, f"the program left {answer['residue']}")
+                        replaced += 1
+                    return answer | {"containers_replaced": replaced}
+                # Whatever ended the executor (its container killed or removed from outside, or
+                # anything a program might find), the program runs once more in a new container;
+                # if the executor is lost again, that is the program's doing.
+                await self.replace(executor, "its executor died, hung or answered nonsense")
+            return executor_lost_verdict() | {"containers_replaced": 2}
         finally:
             self.idle.put_nowait(executor)
+
+    async def replace(self, executor: Executor, why: str) -> None:
+        """Put a new container in the place of the executor's (whether it was left unclean,
+        killed or removed), and start its executor there. Only an engine that cannot start one
+        fails the sample."""
+        await executor.stop()
+        async with self.replacing:
+            await _docker("rm", "-f", executor.container)
+            executor.container = (await self.start_containers())[0]
+        logger.info(
+            "heval_pool: replaced sandbox container %s: %s", executor.container[:12], why
+        )
+        await executor.start()
+
+    async def start_containers(self) -> list[str]:
+        """Bring the pool back to its size; the ids of the containers that were started."""
+        known = {executor.container for executor in self.executors}
+        command = ("up", "-d", "--no-recreate", "--scale", f"{SERVICE}={self.size}")
+        code, _, error = await _docker(*self.compose(*command))
+        if code != 0:
+            raise SandboxFailure(
+                f"`docker compose up` failed for the sandbox pool: {error[-2000:]}"
+            )
+        code, ids, error = await _docker(*self.compose("ps", "-q", SERVICE))
+        if code != 0 or len(ids.split()) != self.size:
+            raise SandboxFailure(f"The sandbox pool did not start {self.size} containers: {error}")
+        return [container for container in ids.split() if container not in known]
 
     async def stop(self) -> None:
         for executor in self.executors:
@@ -193,16 +202,17 @@ async def _check_docker() -> None:
         )
 
 
-def killed_executor_verdict() -> dict:
-    reason = "the program killed the sandbox's executor"
+def executor_lost_verdict() -> dict:
+    """A program whose executor was lost twice never reported: the reference's "timed out"."""
     return {
-        "status": "failed",
-        "reason": reason,
+        "status": "timed out",
+        "reason": "the sandbox's executor ended before the program reported a result",
         "returncode": -9,
         "cpu_seconds": 0.0,
         "wall_seconds": 0.0,
         "stdout_bytes": 0,
         "stderr_tail": "",
+        "residue": {},
     }
 
 

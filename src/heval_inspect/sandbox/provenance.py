@@ -1,0 +1,86 @@
+"""What a log records about the sandbox its verdicts came from: kind, image, executor, limits."""
+
+import asyncio
+import hashlib
+import os
+import re
+import sys
+from typing import Any
+
+import yaml
+
+from . import COMPOSE_FILE, EXECUTOR_SOURCE, FILE_BYTES, WALL_CLOCK_FACTOR
+
+# Compose's "${NAME:-default}": the variable if set and not empty, else the default.
+VARIABLE = re.compile(r"\$\{(\w+):-([^}]*)\}")
+CONTAINER_LIMITS = ("mem_limit", "memswap_limit", "cpus", "pids_limit", "tmpfs")
+
+
+def sandbox_provenance(kind: str) -> dict[str, Any]:
+    """The sandbox of a run as far as it is known before it starts (the image ids come later)."""
+    service = _service()
+    facts: dict[str, Any] = {
+        "kind": kind,
+        "executor_sha256": hashlib.sha256(EXECUTOR_SOURCE.encode()).hexdigest(),
+    }
+    if kind == "local":
+        facts["python"] = sys.version.split()[0]
+    else:
+        facts |= {
+            "image": service["image"],
+            "image_id": None,
+            "base_image": VARIABLE.sub(_value, service["build"]["args"]["BASE_IMAGE"]),
+            "base_image_id": None,
+            "compose_sha256": hashlib.sha256(COMPOSE_FILE.read_bytes()).hexdigest(),
+        }
+    return facts
+
+
+def limits(kind: str, timeout: float, memory_limit: int) -> dict[str, Any]:
+    """Each program's limits, and the container's (which all its programs share)."""
+    facts: dict[str, Any] = {
+        "timeout_seconds": timeout,
+        "wall_clock_backstop_seconds": timeout * WALL_CLOCK_FACTOR,
+        "memory_bytes": memory_limit << 20,
+        "file_bytes": FILE_BYTES,
+    }
+    if kind != "local":
+        service = _service()
+        facts["container"] = {key: service[key] for key in CONTAINER_LIMITS if key in service}
+    return facts
+
+
+async def image_ids(image: str, base_image: str) -> dict[str, str | None]:
+    """The ids of the sandbox image and its base, once the sandbox has built them."""
+    return {
+        "image_id": await _image_id(image),
+        "base_image_id": await _image_id(base_image),
+    }
+
+
+async def _image_id(image: str) -> str | None:
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "docker",
+            "image",
+            "inspect",
+            "--format",
+            "{{.Id}}",
+            image,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        stdout, _ = await process.communicate()
+    except OSError:
+        return None
+    if process.returncode != 0:
+        return None
+    return stdout.decode().strip() or None
+
+
+def _service() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE_FILE.read_text())["services"]["default"]
+
+
+def _value(match: re.Match) -> str:
+    return os.environ.get(match.group(1)) or match.group(2)

@@ -1,0 +1,73 @@
+"""What a reader sees of a sample: the answer as code, the verdict first, the gap in context."""
+
+from heval_inspect.explanation import explain, fenced, gap_in_context
+
+PROMPT = "def f(x):\n    '''Twice x.'''\n"
+TESTS = "\n\ndef check(c):\n    assert c(2) == 4\n\ncheck(f)"
+
+
+def program_with(middle: str, suffix: str = "") -> str:
+    return PROMPT + middle + suffix + TESTS
+
+
+def test_code_is_fenced_with_a_fence_longer_than_any_inside():
+    assert fenced("x = 1\n", "python") == "```python\nx = 1\n```"
+    assert fenced("x = 1", "python") == "```python\nx = 1\n```"
+    assert fenced("", "python") == "```python\n```"
+    assert fenced("s = '```'\n") == "````\ns = '```'\n````"
+
+
+def test_the_model_lines_are_numbered_as_in_the_program_and_marked():
+    middle = "    y = x\n    return 2 * y\n"
+    context = gap_in_context(program_with(middle), len(PROMPT), len(middle))
+    assert "(the model's code is lines 3-4, marked `+`)" in context
+    assert "  2 |     '''Twice x.'''\n+ 3 |     y = x\n+ 4 |     return 2 * y\n  5 | \n" in context
+    assert context.endswith("  7 | def check(c):\n```")  # three lines of context after
+    assert "```diff\n  1 | def f(x):\n" in context
+
+
+def test_a_gap_inside_a_line_gives_its_columns():
+    prompt, middle, suffix = "def f(x):\n    return ", "2 *", " x\n"
+    program = prompt + middle + suffix
+    context = gap_in_context(program, len(prompt), len(middle))
+    assert "(the model's code is line 2, column 12 to line 2, column 14, marked `+`)" in context
+    assert "+ 2 |     return 2 * x" in context
+
+
+def test_an_empty_answer_shows_where_the_gap_is():
+    context = gap_in_context(program_with("", "    return 2 * x\n"), len(PROMPT), 0)
+    assert "the model's code is empty; the gap is at line 3, column 1 (marked `>`)" in context
+    assert "> 3 |     return 2 * x" in context and "+ " not in context
+
+
+def test_a_long_answer_shows_its_ends_in_context():
+    middle = "".join(f"    y{i} = {i}\n" for i in range(100)) + "    return 2 * x\n"
+    context = gap_in_context(program_with(middle), len(PROMPT), len(middle))
+    assert "+   3 |     y0 = 0" in context and "+ 103 |     return 2 * x" in context
+    assert "... 61 more of the model's lines ..." in context and "y50 = 50" not in context
+
+
+def test_explanation_leads_with_the_verdict_and_ends_with_the_program():
+    middle = "    return x + x\n"
+    program = program_with(middle)
+    text = explain("passed", "passed", 0.0123, "", program, len(PROMPT), len(middle))
+    assert text.startswith("**Verdict:** `passed` — the whole program ran to the end")
+    assert "(0.01 s of CPU)" in text and "**stderr**" not in text
+    assert text.endswith("**Program** (as it ran):\n\n" + fenced(program, "python"))
+
+
+def test_a_failure_shows_its_reason_and_the_tail_of_stderr():
+    stderr = "".join(f"line {i}\n" for i in range(30)) + "NameError: name 'z' is not defined\n"
+    text = explain(
+        "failed: name 'z' is not defined", "failed", 0.01, stderr, program_with("z\n"), 24, 2
+    )
+    assert text.startswith("**Verdict:** `failed: name 'z' is not defined` — the program stopped")
+    assert "line 11\n" in text and "line 10\n" not in text  # the last 20 lines of stderr
+    assert text.index("**The gap in context**") < text.index("**stderr**") < text.index(
+        "**Program**"
+    )
+
+
+def test_a_timeout_says_the_limit_is_the_program_own_time():
+    text = explain("timed out", "timed out", 3.0, "", program_with("while 1: pass\n"), 24, 14)
+    assert text.startswith("**Verdict:** `timed out` — the program was still running at its")
