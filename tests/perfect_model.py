@@ -32,7 +32,10 @@ class ChatStyle:
     after: str = ""
     fence: str | None = "python"  # the fence's language tag; None: no fence
     closed: bool = True  # False: the fence is never closed
-    repeats: Literal["nothing", "prefix_line", "suffix_line", "whole"] = "nothing"
+    # The code around the gap the answer restates: before the middle, the prefix's last line with
+    # code, or the whole prefix; after it, the suffix's first line with code, or the whole suffix.
+    repeats_prefix: Literal["nothing", "line", "all"] = "nothing"
+    repeats_suffix: Literal["nothing", "line", "all"] = "nothing"
     line_break: str = "\n"
     # False: the code's own final line break is not shown (the fence's line break stands for it,
     # or the API dropped it), as most real answers go. Then the answer cannot tell whether the
@@ -46,19 +49,24 @@ CHAT_STYLES: dict[str, ChatStyle] = {
         ChatStyle("bare_fence"),
         ChatStyle("prose_fence", before=PROSE_BEFORE, after=PROSE_AFTER),
         ChatStyle("think_fence", before=THOUGHT),
-        ChatStyle("repeated_prefix_line", repeats="prefix_line"),
-        ChatStyle("whole_function", before=PROSE_BEFORE, repeats="whole"),
+        ChatStyle("repeated_prefix_line", repeats_prefix="line"),
+        # The whole program, from its first line.
+        ChatStyle(
+            "whole_function", before=PROSE_BEFORE, repeats_prefix="all", repeats_suffix="all"
+        ),
         ChatStyle("no_fence", fence=None),
         ChatStyle("py_tag", fence="py"),
         ChatStyle("python3_tag", fence="python3"),
         ChatStyle("untagged_fence", fence=""),
         ChatStyle("unclosed_fence", before=PROSE_BEFORE, closed=False),
-        ChatStyle("repeated_suffix_line", repeats="suffix_line"),
+        ChatStyle("repeated_suffix_line", repeats_suffix="line"),
         ChatStyle("crlf", before=PROSE_BEFORE, after=PROSE_AFTER, line_break="\r\n"),
         ChatStyle("natural_fence", exact=False),
         ChatStyle("natural_no_fence", fence=None, exact=False),
-        ChatStyle("natural_repeated_prefix_line", repeats="prefix_line", exact=False),
-        ChatStyle("natural_whole_function", repeats="whole", exact=False),
+        ChatStyle("natural_repeated_prefix_line", repeats_prefix="line", exact=False),
+        ChatStyle(
+            "natural_whole_function", repeats_prefix="all", repeats_suffix="all", exact=False
+        ),
     ]
 }
 
@@ -78,9 +86,9 @@ def chat_answer(style: ChatStyle, prefix: str, middle: str, suffix: str) -> str:
 
 
 def _repeated_prefix(style: ChatStyle, prefix: str) -> str:
-    if style.repeats == "whole":
+    if style.repeats_prefix == "all":
         return prefix
-    if style.repeats != "prefix_line":
+    if style.repeats_prefix != "line":
         return ""
     # Restart at the beginning of the last line with code: the gap's own line, or the lines
     # before it when the gap's line has no code before the gap.
@@ -91,9 +99,9 @@ def _repeated_prefix(style: ChatStyle, prefix: str) -> str:
 
 
 def _repeated_suffix(style: ChatStyle, middle: str, suffix: str) -> str:
-    if style.repeats == "whole":
+    if style.repeats_suffix == "all":
         return suffix
-    if style.repeats != "suffix_line" or not suffix.strip():
+    if style.repeats_suffix != "line" or not suffix.strip():
         return ""
     if not (middle.endswith("\n") or suffix.startswith("\n")):
         # A gap that ends within a line: repeating the rest of that line reads the same as a
