@@ -23,6 +23,8 @@ GARBAGE = "\ndef unrelated():\n    return 'after the stop token'\n"
 THOUGHT = "<think>\nThe gap needs the missing code; a ```python block\nholds it.\n</think>\n\n"
 PROSE_BEFORE = "Here is the missing code:\n\n"
 PROSE_AFTER = "\n\nIt fills the gap so that the tests pass."
+DEF_LINE = re.compile(r"^(?:async[ \t]+)?def[ \t]+(?P<name>\w+)", re.MULTILINE)
+DOCSTRING = re.compile(r"""(?P<indentation>[ \t]*)("{3}|'{3}).*?\2[^\n]*\n""", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,13 @@ class ChatStyle:
     fence: str | None = "python"  # the fence's language tag; None: no fence
     closed: bool = True  # False: the fence is never closed
     # The code around the gap the answer restates: before the middle, the prefix's last line with
-    # code, or the whole prefix; after it, the suffix's first line with code, or the whole suffix.
-    repeats_prefix: Literal["nothing", "line", "all"] = "nothing"
+    # code, the function from its `def` line (after the imports, or alone), or the whole prefix;
+    # after it, the suffix's first line with code, or the whole suffix (the rest of the program).
+    repeats_prefix: Literal["nothing", "line", "function", "imports_and_function", "all"] = (
+        "nothing"
+    )
     repeats_suffix: Literal["nothing", "line", "all"] = "nothing"
+    docstring: Literal["kept", "dropped", "own"] = "kept"  # in a restated function
     line_break: str = "\n"
     # False: the code's own final line break is not shown (the fence's line break stands for it,
     # or the API dropped it), as most real answers go. Then the answer cannot tell whether the
@@ -67,6 +73,38 @@ CHAT_STYLES: dict[str, ChatStyle] = {
         ChatStyle(
             "natural_whole_function", repeats_prefix="all", repeats_suffix="all", exact=False
         ),
+        # Answers that restate the function, or the rest of the program, around the middle.
+        ChatStyle("def_to_end", repeats_prefix="function", repeats_suffix="all"),
+        ChatStyle(
+            "natural_def_to_end", repeats_prefix="function", repeats_suffix="all", exact=False
+        ),
+        ChatStyle(
+            "natural_def_to_end_with_imports",
+            before=PROSE_BEFORE,
+            after=PROSE_AFTER,
+            repeats_prefix="imports_and_function",
+            repeats_suffix="all",
+            exact=False,
+        ),
+        ChatStyle(
+            "natural_def_to_end_without_docstring",
+            repeats_prefix="function",
+            repeats_suffix="all",
+            docstring="dropped",
+            exact=False,
+        ),
+        ChatStyle(
+            "natural_def_to_end_own_docstring_crlf",
+            before=PROSE_BEFORE,
+            repeats_prefix="function",
+            repeats_suffix="all",
+            docstring="own",
+            line_break="\r\n",
+            exact=False,
+        ),
+        ChatStyle(
+            "natural_rest_of_program", repeats_prefix="line", repeats_suffix="all", exact=False
+        ),
     ]
 }
 
@@ -88,6 +126,16 @@ def chat_answer(style: ChatStyle, prefix: str, middle: str, suffix: str) -> str:
 def _repeated_prefix(style: ChatStyle, prefix: str) -> str:
     if style.repeats_prefix == "all":
         return prefix
+    if style.repeats_prefix in ("function", "imports_and_function"):
+        function = _restated_function(prefix, style.docstring)
+        imports = "".join(
+            line
+            for line in prefix.splitlines(keepends=True)
+            if line.startswith(("import ", "from "))
+        )
+        if style.repeats_prefix == "function" or not imports:
+            return function
+        return f"{imports}\n\n{function}"  # two blank lines, whatever the prompt had
     if style.repeats_prefix != "line":
         return ""
     # Restart at the beginning of the last line with code: the gap's own line, or the lines
@@ -98,7 +146,26 @@ def _repeated_prefix(style: ChatStyle, prefix: str) -> str:
     return prefix[start:]
 
 
+def _restated_function(prefix: str, docstring: str) -> str:
+    """The prefix from the `def` line of the function that holds the gap, its docstring as the
+    style has it."""
+    start = [match.start() for match in DEF_LINE.finditer(prefix)][-1]
+    body = prefix.index("\n", start) + 1
+    found = DOCSTRING.match(prefix, body)
+    if docstring == "kept" or not found:
+        return prefix[start:]
+    own = f'{found["indentation"]}"""Solve the task."""\n' if docstring == "own" else ""
+    return prefix[start:body] + own + prefix[found.end() :]
+
+
 def _repeated_suffix(style: ChatStyle, middle: str, suffix: str) -> str:
+    if style.repeats_suffix == "all" and style.repeats_prefix == "line":
+        ends_in_indentation = middle[middle.rfind("\n") + 1 :].isspace()
+        if ends_in_indentation and suffix[:1].isspace() and "\n" not in suffix.rstrip():
+            # The middle ends with indentation that the suffix's one line continues: after a
+            # repeated prefix line, repeating that line reads the same as a middle that ends
+            # with it, which extract.py resolves as the middle's own line.
+            return ""
     if style.repeats_suffix == "all":
         return suffix
     if style.repeats_suffix != "line" or not suffix.strip():

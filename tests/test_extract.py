@@ -199,6 +199,8 @@ BODY = "    result = 0\n    for x in xs:\n        result += x\n    return result
         # the function with a docstring of its own, after an import
         f'Here:\n```python\nfrom typing import List\n\ndef total(xs: List[int]) -> int:\n    """Add."""\n{BODY}```',
         BODY.rstrip("\n"),  # unfenced, the final line break dropped by the API
+        # the signature wrapped as a formatter wraps it, and a docstring of its own
+        f'```python\ndef total(\n    xs: List[int],\n) -> int:\n    """Add them up."""\n{BODY}```',
     ],
 )
 def test_humaneval_answer_with_body_or_whole_function_gives_the_body(answer):
@@ -208,3 +210,25 @@ def test_humaneval_answer_with_body_or_whole_function_gives_the_body(answer):
 def test_middle_is_never_stripped():
     answer = "```python\n  \t weird   \n```"
     assert middle_from_chat(answer, "x = (\n", "\n)\n") == "  \t weird   "
+
+
+# RandomSpanInfillingLight/HumanEval/28/1: the gap ends within the function's last line.
+CONCATENATE = (
+    "from typing import List\n\n\ndef concatenate(strings: List[str]) -> str:\n"
+    '    """ Concatenate list of strings into a single string\n    """\n'
+)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "    return ''.join(strings)",  # the rest of the program, its line break the fence's
+        "def concatenate(strings: List[str]) -> str:\n    return ''.join(strings)\n",
+        f"{CONCATENATE}    return ''.join(strings)",
+        "def concatenate(strings):\n    '''Join them.'''\n    return ''.join(strings)  ",
+    ],
+)
+def test_answer_that_shows_the_rest_of_the_program_gives_the_gap(code):
+    prefix, suffix = CONCATENATE + "    return ", "join(strings)\n"
+    for answer in (f"```python\n{code}\n```", code.replace("\n", "\r\n")):
+        assert middle_from_chat(answer, prefix, suffix) == "''."
