@@ -23,6 +23,9 @@ GARBAGE = "\ndef unrelated():\n    return 'after the stop token'\n"
 THOUGHT = "<think>\nThe gap needs the missing code; a ```python block\nholds it.\n</think>\n\n"
 PROSE_BEFORE = "Here is the missing code:\n\n"
 PROSE_AFTER = "\n\nIt fills the gap so that the tests pass."
+# Code a model adds after the function it restates, to show it in use.
+MAIN_BLOCK = '\n\nif __name__ == "__main__":\n    import doctest\n\n    doctest.testmod()\n'
+EXAMPLE_USAGE = "\n\n# Example usage:\nprint({call})\n"
 DEF_LINE = re.compile(r"^(?:async[ \t]+)?def[ \t]+(?P<name>\w+)", re.MULTILINE)
 DOCSTRING = re.compile(r"""(?P<indentation>[ \t]*)("{3}|'{3}).*?\2[^\n]*\n""", re.DOTALL)
 
@@ -42,6 +45,7 @@ class ChatStyle:
     )
     repeats_suffix: Literal["nothing", "line", "all"] = "nothing"
     docstring: Literal["kept", "dropped", "own"] = "kept"  # in a restated function
+    trailing: str = ""  # top-level code after the program, e.g. an `if __name__` block
     line_break: str = "\n"
     # False: the code's own final line break is not shown (the fence's line break stands for it,
     # or the API dropped it), as most real answers go. Then the answer cannot tell whether the
@@ -103,7 +107,36 @@ CHAT_STYLES: dict[str, ChatStyle] = {
             exact=False,
         ),
         ChatStyle(
+            "natural_def_to_end_example_usage",
+            repeats_prefix="function",
+            repeats_suffix="all",
+            trailing=EXAMPLE_USAGE,
+            exact=False,
+        ),
+        ChatStyle(
+            "natural_def_to_end_main_block",
+            repeats_prefix="function",
+            repeats_suffix="all",
+            trailing=MAIN_BLOCK,
+            exact=False,
+        ),
+        ChatStyle(
+            "natural_whole_program_example_usage_no_fence",
+            fence=None,
+            repeats_prefix="all",
+            repeats_suffix="all",
+            trailing=EXAMPLE_USAGE,
+            exact=False,
+        ),
+        ChatStyle(
             "natural_rest_of_program", repeats_prefix="line", repeats_suffix="all", exact=False
+        ),
+        ChatStyle(
+            "natural_rest_of_program_main_block",
+            repeats_prefix="line",
+            repeats_suffix="all",
+            trailing=MAIN_BLOCK,
+            exact=False,
         ),
     ]
 }
@@ -111,7 +144,10 @@ CHAT_STYLES: dict[str, ChatStyle] = {
 
 def chat_answer(style: ChatStyle, prefix: str, middle: str, suffix: str) -> str:
     """What a perfect chat model answers in this style."""
-    code = _repeated_prefix(style, prefix) + middle + _repeated_suffix(style, middle, suffix)
+    repeated_suffix = _repeated_suffix(style, middle, suffix)
+    code = _repeated_prefix(style, prefix) + middle + repeated_suffix
+    if repeated_suffix == suffix:  # code after the program follows all of it
+        code += _trailing(style, prefix)
     if not style.exact and code.endswith("\n"):
         code = code[:-1]
     if style.fence is None:
@@ -178,6 +214,15 @@ def _repeated_suffix(style: ChatStyle, middle: str, suffix: str) -> str:
     code_at = len(suffix) - len(suffix.lstrip())
     end = suffix.find("\n", code_at)
     return suffix if end == -1 else suffix[:end]
+
+
+def _trailing(style: ChatStyle, prefix: str) -> str:
+    """The style's trailing code, calling the function as its first doctest example does."""
+    if not style.trailing:
+        return ""
+    name = [match["name"] for match in DEF_LINE.finditer(prefix)][-1]
+    example = re.search(rf"^\s*>>> ({name}\(.*\))\s*$", prefix, re.MULTILINE)
+    return style.trailing.format(call=example[1] if example else f"{name}()")
 
 
 def fim_answer(family: FimFormat, middle: str) -> str:

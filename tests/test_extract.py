@@ -212,6 +212,46 @@ def test_middle_is_never_stripped():
     assert middle_from_chat(answer, "x = (\n", "\n)\n") == "  \t weird   "
 
 
+def test_what_the_body_needs_after_the_function_stays_and_usage_code_goes():
+    body = "    return sum(double(x) for x in xs) // SCALE\n"
+    needed = [
+        "import functools\n\n\n",  # used by the helper's decorator
+        "@functools.cache\ndef double(x: int) -> int:\n    return 2 * x\n\n\n",
+        "SCALE = 2\n\n\n",
+    ]
+    usage = ["def main():\n    print(total([1]))\n\n\n", 'if __name__ == "__main__":\n    main()']
+    code = body + "\n\n" + "".join(needed[:2] + usage[:1] + needed[2:] + usage[1:])
+    answer = f"```python\n{HUMANEVAL_PROMPT}{code}\n```"
+    expected = body + "\n\n" + "".join(needed).rstrip("\n") + "\n"
+    assert middle_from_chat(answer, HUMANEVAL_PROMPT, "") == expected
+    # With code after the gap, nothing after the function can stay.
+    assert middle_from_chat(f"```python\n{code}\n```", "def f():\n", "    pass\n") == body
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        '\n\nif __name__ == "__main__":\n    print(total([1, 2]))',
+        "\n\n# Example usage:\n# total([1, 2]) gives 3\nprint(total([1, 2]))\n",
+        "\n\nassert total([1, 2]) == 3\nassert total([]) == 0\n",
+        "\n\nimport doctest\ndoctest.testmod()",
+    ],
+)
+@pytest.mark.parametrize(
+    "before",
+    [
+        "",  # the body alone
+        "def total(xs: List[int]) -> int:\n",
+        # the signature wrapped as a formatter wraps it, and a docstring of its own
+        'def total(\n    xs: List[int],\n) -> int:\n    """Add them up."""\n',
+        f"import math\n\n\n{HUMANEVAL_PROMPT}",
+    ],
+)
+def test_humaneval_answer_with_code_after_the_function_gives_the_body(before, after):
+    answer = f"Here you go:\n```python\n{before}{BODY}{after}```\nThis works."
+    assert middle_from_chat(answer, HUMANEVAL_PROMPT, "") == BODY
+
+
 # RandomSpanInfillingLight/HumanEval/28/1: the gap ends within the function's last line.
 CONCATENATE = (
     "from typing import List\n\n\ndef concatenate(strings: List[str]) -> str:\n"
@@ -224,7 +264,7 @@ CONCATENATE = (
     [
         "    return ''.join(strings)",  # the rest of the program, its line break the fence's
         "def concatenate(strings: List[str]) -> str:\n    return ''.join(strings)\n",
-        f"{CONCATENATE}    return ''.join(strings)",
+        f"{CONCATENATE}    return ''.join(strings)\n\n\nprint(concatenate(['a', 'b']))",
         "def concatenate(strings):\n    '''Join them.'''\n    return ''.join(strings)  ",
     ],
 )
@@ -232,3 +272,13 @@ def test_answer_that_shows_the_rest_of_the_program_gives_the_gap(code):
     prefix, suffix = CONCATENATE + "    return ", "join(strings)\n"
     for answer in (f"```python\n{code}\n```", code.replace("\n", "\r\n")):
         assert middle_from_chat(answer, prefix, suffix) == "''."
+
+
+def test_top_level_code_stays_when_the_gap_is_not_in_a_function():
+    # A gap in module-level code, and a gap whose suffix goes on with top-level code.
+    assert middle_from_chat("```python\nx = 1\nprint(x)\n```", "import os\n", "") == (
+        "x = 1\nprint(x)\n"
+    )
+    prefix, suffix = "def f():\n    return 1\n", "\nprint(f())\n"
+    middle = "\n\ndef g():\n    return 2\n\nx = g()"
+    assert middle_from_chat(f"```python\n{middle}\n```", prefix, suffix) == middle

@@ -13,6 +13,9 @@ Chat answers (`middle_from_chat`), in order:
      line and its docstring (the prompt's, one of its own, or none), and the prefix's part of
      its body. Else a repeated tail of the prefix is (from the start of a line: the gap's own
      line, earlier lines, the whole program).
+   - Top-level code after the function that holds the gap (an `if __name__` block, example
+     calls, tests), with the comments and blank lines before it, is cut off when the suffix has
+     none; when nothing follows the gap, definitions of helpers the code calls stay.
    - A repeated head of the suffix (up to the end of a line) is cut off; after a restated
      function or program, all of the suffix, however its final line breaks are shown.
 4. Whitespace is never stripped. Two things an answer cannot show are decided by the program
@@ -28,6 +31,7 @@ Chat answers (`middle_from_chat`), in order:
 FIM completions (`middle_from_fim`) are used as they are, up to the first stop sequence.
 """
 
+import ast
 import io
 import re
 import tokenize
@@ -42,9 +46,16 @@ FENCE = "```"
 PYTHON_TAGS = ("python", "py", "python3", "")
 # A top-level function's `def` line, with the function's name.
 FUNCTION_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+# A function or class definition (maybe decorated) where a statement starts.
+DEFINITION = re.compile(r"(?:@[^\n]*\n)*(?:async[ \t]+)?(?:def|class)\b")
+# A line after the first that starts with code at column 0: maybe a top-level statement.
+CODE_AT_COLUMN_0 = re.compile(r"\n[^\s#]")
+# Lines at the end that are blank or a comment at column 0, with the line break before them.
+TRAILING_BLANK_OR_COMMENT_LINES = re.compile(r"(?:\n[ \t]*|\n#[^\n]*)*\Z")
 BLANK_LINES = re.compile(r"(?:[ \t]*\n)*")
-# What lines hold besides code.
+# Tokens that are not code: what lines hold besides it, and the ends of blocks and of the text.
 LINE_TOKENS = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT)
+NOT_CODE = (*LINE_TOKENS, tokenize.DEDENT, tokenize.ENDMARKER)
 
 
 def middle_from_chat(answer: str, prefix: str, suffix: str) -> str:
@@ -94,6 +105,7 @@ def fenced_blocks(answer: str):
 def reconciled(code: str, prefix: str, suffix: str) -> str:
     """The code as the gap's middle (steps 3 and 4)."""
     code, repeated_prefix = _without_repeated_prefix(code, prefix, suffix)
+    code = _without_code_after_the_function(code, prefix, suffix)
     repeated_suffix = _before_repeated_suffix(code, suffix, repeated_prefix == "all")
     if repeated_suffix is not None and repeated_prefix == "all":
         return repeated_suffix[0]  # a whole program: the middle is what lies between
@@ -202,6 +214,81 @@ def _head_end(text: str, start: int) -> int | None:
 
 def _after_blank_lines(text: str) -> str:
     return text[BLANK_LINES.match(text).end() :]
+
+
+def _without_code_after_the_function(code: str, prefix: str, suffix: str) -> str:
+    """The code without the top-level code the answer adds after the function that holds the gap
+    (an `if __name__` block, example calls), with the blank lines and comments that introduce it
+    and the line break before them (as a closing fence would take it).
+
+    Only when the gap is inside a top-level function or class and the suffix has no top-level
+    code (else the middle may have some too). When no code follows the gap, the program can
+    still hold what the code needs: definitions, imports and assignments of names that the
+    function, or what else stays, uses.
+    """
+    if not CODE_AT_COLUMN_0.search(code) or CODE_AT_COLUMN_0.search(suffix):
+        return code
+    program = prefix + code
+    gap_line = prefix.rfind("\n") + 1
+    starts = list(_top_level_statements(program))
+    enclosing = [start for start in starts if start <= gap_line]  # the gap is in the last
+    if not enclosing or enclosing[-1] == gap_line or not DEFINITION.match(program, enclosing[-1]):
+        return code
+    after = starts[len(enclosing) :]
+    if not after:
+        return code
+    statements = [program[start:end] for start, end in zip(after, [*after[1:], len(program)])]
+    bound = [_names_bound(statement) if not suffix.strip() else set() for statement in statements]
+    function = program[len(prefix) : after[0]]
+    stays, kept = [False] * len(statements), function
+    while used := [i for i, names in enumerate(bound) if not stays[i] and _uses(kept, names)]:
+        for index in used:
+            stays[index] = True
+        kept = function + "".join(s for s, stay in zip(statements, stays) if stay)
+    return code if all(stays) else kept[: TRAILING_BLANK_OR_COMMENT_LINES.search(kept).start()]
+
+
+def _uses(code: str, names: set[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(name)}\b", code) for name in names)
+
+
+def _names_bound(statement: str) -> set[str]:
+    """The names a top-level definition, import or assignment binds (none for other code)."""
+    try:
+        nodes = ast.parse(statement).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names = set()
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {target.id for target in targets if isinstance(target, ast.Name)}
+        else:
+            return set()
+    return names - {"*"}
+
+
+def _top_level_statements(program: str):
+    """The offsets of the lines where top-level statements start (a decorated definition at its
+    first decorator), as far as the program tokenizes."""
+    line_starts = _line_starts(program)
+    statement_starts, decorated = True, False
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(program).readline):
+            if token.type == tokenize.NEWLINE:
+                statement_starts = True
+            elif token.type not in NOT_CODE:
+                if statement_starts and token.start[1] == 0:
+                    if not decorated:
+                        yield line_starts[token.start[0] - 1]
+                    decorated = token.string == "@"
+                statement_starts = False
+    except (tokenize.TokenError, SyntaxError):
+        return
 
 
 def _before_repeated_suffix(code: str, suffix: str, whole: bool) -> tuple[str, str] | None:
