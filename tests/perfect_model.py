@@ -46,6 +46,7 @@ class ChatStyle:
     repeats_suffix: Literal["nothing", "line", "all"] = "nothing"
     docstring: Literal["kept", "dropped", "own"] = "kept"  # in a restated function
     trailing: str = ""  # top-level code after the program, e.g. an `if __name__` block
+    strips_line_ends: bool = False  # True: no whitespace at the ends of lines, as editors save
     line_break: str = "\n"
     # False: the code's own final line break is not shown (the fence's line break stands for it,
     # or the API dropped it), as most real answers go. Then the answer cannot tell whether the
@@ -88,6 +89,13 @@ CHAT_STYLES: dict[str, ChatStyle] = {
             after=PROSE_AFTER,
             repeats_prefix="imports_and_function",
             repeats_suffix="all",
+            exact=False,
+        ),
+        ChatStyle(
+            "natural_def_to_end_stripped_line_ends",
+            repeats_prefix="function",
+            repeats_suffix="all",
+            strips_line_ends=True,
             exact=False,
         ),
         ChatStyle(
@@ -148,6 +156,8 @@ def chat_answer(style: ChatStyle, prefix: str, middle: str, suffix: str) -> str:
     code = _repeated_prefix(style, prefix) + middle + repeated_suffix
     if repeated_suffix == suffix:  # code after the program follows all of it
         code += _trailing(style, prefix)
+    if style.strips_line_ends:
+        code = "\n".join(line.rstrip() for line in code.split("\n"))
     if not style.exact and code.endswith("\n"):
         code = code[:-1]
     if style.fence is None:

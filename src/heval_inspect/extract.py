@@ -7,7 +7,8 @@ Chat answers (`middle_from_chat`), in order:
 2. The code is the first fenced block tagged `python`, `py`, `python3` or untagged (else the first
    fenced block; an unclosed fence runs to the end; no fence: the whole answer). The line break
    that ends the block's last line before a closing fence on a line of its own is the fence's.
-3. The code is reconciled with the code around the gap, which the model may have restated:
+3. The code is reconciled with the code around the gap, which the model may have restated (the
+   whitespace at the ends of restated lines may be gone: models strip it):
    - A restated function that holds the gap (the prefix's last top-level `def`) is cut off up to
      where the prefix ends: whatever comes before its `def` line (imports, helpers), the `def`
      line and its docstring (the prompt's, one of its own, or none), and the prefix's part of
@@ -142,6 +143,42 @@ def _line_starts(text: str) -> list[int]:
     return [0] + [match.end() for match in re.finditer("\n", text)]
 
 
+def _end_of_repeat(code: str, text: str) -> int | None:
+    """Where the repeat of `text` that opens the code ends, or None. Its lines may have lost
+    their trailing whitespace (chat models strip it from the code they restate); its last line,
+    which the code may go on, only if the code ends that line there."""
+    if code.startswith(text):
+        return len(text)
+    *lines, last = text.split("\n")
+    position = 0
+    for line in lines:
+        end = code.find("\n", position)
+        if end == -1 or code[position:end].rstrip() != line.rstrip():
+            return None
+        position = end + 1
+    if code.startswith(last, position):
+        return position + len(last)
+    line_end = code.find("\n", position)
+    line = code[position:] if line_end == -1 else code[position:line_end]
+    return position + len(line) if line == last.rstrip() else None
+
+
+def _start_of_repeat(code: str, text: str) -> int | None:
+    """Where the repeat of `text` that closes the code starts, or None. Its lines may have lost
+    their trailing whitespace; its first line may end a line of the code."""
+    if code.endswith(text):
+        return len(code) - len(text)
+    first, *lines = text.split("\n")
+    end = len(code)
+    for line in reversed(lines):
+        start = code.rfind("\n", 0, end)
+        if start == -1 or code[start + 1 : end].rstrip() != line.rstrip():
+            return None
+        end = start
+    shown, first = code[:end].rstrip(" \t"), first.rstrip()
+    return len(shown) - len(first) if shown.endswith(first) else None
+
+
 def _without_repeated_prefix(
     code: str, prefix: str, suffix: str
 ) -> tuple[str, Literal["nothing", "lines", "all"]]:
@@ -158,8 +195,8 @@ def _without_repeated_prefix(
         return after_function, "all"
     for start in _line_starts(prefix):
         tail = prefix[start:]
-        if tail.strip() and (code.startswith(tail) or code + "\n" == tail):
-            return code[len(tail) :], "all" if start == 0 else "lines"
+        if tail.strip() and (end := _end_of_repeat(code + "\n", tail)) is not None:
+            return code[end:], "all" if start == 0 else "lines"
     return code, "nothing"
 
 
@@ -190,8 +227,8 @@ def _after_restated_function(code: str, prefix: str, suffix: str) -> str | None:
         (prefix_body, code_body),
         (_after_blank_lines(prefix_body), _after_blank_lines(code_body)),
     ]:
-        if code_part.startswith(prefix_part):
-            return code_part[len(prefix_part) :]
+        if (end := _end_of_repeat(code_part, prefix_part)) is not None:
+            return code_part[end:]
     if not suffix.strip() and prefix.endswith("\n"):
         return code_body[code_body.find("\n") + 1 :]
     return None
@@ -300,13 +337,22 @@ def _before_repeated_suffix(code: str, suffix: str, whole: bool) -> tuple[str, s
     if not suffix:
         return None
     ends = {len(suffix), len(suffix.rstrip())} | {i for i, c in enumerate(suffix) if c == "\n"}
-    for end in sorted(ends, reverse=True):
-        head = suffix[:end]
-        if (head.strip() or (whole and end >= len(suffix.rstrip()))) and code.endswith(head):
+    heads = [
+        suffix[:end]
+        for end in sorted(ends, reverse=True)
+        if suffix[:end].strip() or (whole and end >= len(suffix.rstrip()))
+    ]
+    # A head as shown before one without the whitespace at its line ends, which could take a
+    # line of spaces for an empty line.
+    for head in heads:
+        if code.endswith(head):
             return code[: len(code) - len(head)], head
+    for head in heads:
+        if (start := _start_of_repeat(code, head)) is not None:
+            return code[:start], head
     shown, rest = code.rstrip(), suffix.rstrip()
-    if whole and shown.endswith(rest):
-        return shown[: len(shown) - len(rest)], rest
+    if whole and (start := _start_of_repeat(shown, rest)) is not None:
+        return shown[:start], rest
     return None
 
 
