@@ -7,23 +7,37 @@ Chat answers (`middle_from_chat`), in order:
 2. The code is the first fenced block tagged `python`, `py`, `python3` or untagged (else the first
    fenced block; an unclosed fence runs to the end; no fence: the whole answer). The line break
    that ends the block's last line before a closing fence on a line of its own is the fence's.
-3. The code is reconciled with the code around the gap, which the model may have repeated: a
-   repeated tail of the prefix (from the start of a line: the gap's own line, earlier lines, the
-   whole program) and a repeated head of the suffix (up to the end of a line) are cut off; for
-   HumanEval, a restated function (its `def` line, and a docstring if any) is cut off too.
+3. The code is reconciled with the code around the gap, which the model may have restated (the
+   whitespace at the ends of restated lines may be gone: models strip it):
+   - A restated function that holds the gap (the prefix's last top-level `def`) is cut off up to
+     where the prefix ends: whatever comes before its `def` line (imports, helpers), the `def`
+     line and its docstring (the prompt's, one of its own, or none), and the prefix's part of
+     its body. Else a repeated tail of the prefix is (from the start of a line: the gap's own
+     line, earlier lines, the whole program).
+   - Top-level code after the function that holds the gap (an `if __name__` block, example
+     calls, tests), with the comments and blank lines before it, is cut off when the suffix has
+     none; when nothing follows the gap, definitions of helpers the code calls stay.
+   - A repeated head of the suffix (up to the end of a line) is cut off; after a restated
+     function or program, all of the suffix, however its final line breaks are shown.
 4. Whitespace is never stripped. Two things an answer cannot show are decided by the program
    prefix + code + suffix: whether the code ends its last line (a fence always does, and chat
    APIs often drop a final line break), and, when the gap starts after indentation, whether the
-   answer repeated that indentation. The readings are tried in order and the first whose program
-   compiles is used (compile only: nothing runs); if none compiles, the first.
+   answer repeated that indentation. A head of the suffix that starts within a line of the
+   answer is a reading too: the first when the answer restated lines of the prefix and shows all
+   of the suffix (the rest of the program), unless that is one line that starts within the
+   indentation of the answer's last line; else the second. The readings are tried in order and
+   the first whose program compiles is used (compile only: nothing runs); if none compiles, the
+   first.
 
 FIM completions (`middle_from_fim`) are used as they are, up to the first stop sequence.
 """
 
+import ast
 import io
 import re
 import tokenize
 import warnings
+from typing import Literal
 
 THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 THINK_END = "</think>"
@@ -31,6 +45,18 @@ THINK_END = "</think>"
 OPENING_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[^\n]*\n", re.MULTILINE)
 FENCE = "```"
 PYTHON_TAGS = ("python", "py", "python3", "")
+# A top-level function's `def` line, with the function's name.
+FUNCTION_DEF = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+# A function or class definition (maybe decorated) where a statement starts.
+DEFINITION = re.compile(r"(?:@[^\n]*\n)*(?:async[ \t]+)?(?:def|class)\b")
+# A line after the first that starts with code at column 0: maybe a top-level statement.
+CODE_AT_COLUMN_0 = re.compile(r"\n[^\s#]")
+# Lines at the end that are blank or a comment at column 0, with the line break before them.
+TRAILING_BLANK_OR_COMMENT_LINES = re.compile(r"(?:\n[ \t]*|\n#[^\n]*)*\Z")
+BLANK_LINES = re.compile(r"(?:[ \t]*\n)*")
+# Tokens that are not code: what lines hold besides it, and the ends of blocks and of the text.
+LINE_TOKENS = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT)
+NOT_CODE = (*LINE_TOKENS, tokenize.DEDENT, tokenize.ENDMARKER)
 
 
 def middle_from_chat(answer: str, prefix: str, suffix: str) -> str:
@@ -79,80 +105,255 @@ def fenced_blocks(answer: str):
 
 def reconciled(code: str, prefix: str, suffix: str) -> str:
     """The code as the gap's middle (steps 3 and 4)."""
-    code, whole = _without_repeated_prefix(code, prefix)
-    before_suffix = _before_repeated_suffix(code, suffix, whole)
-    if before_suffix is not None and whole:
-        return before_suffix  # a whole program: the middle is what lies between
-    if not suffix:
-        code = _without_restated_function(code, prefix)
+    code, repeated_prefix = _without_repeated_prefix(code, prefix, suffix)
+    code = _without_code_after_the_function(code, prefix, suffix)
+    repeated_suffix = _before_repeated_suffix(code, suffix, repeated_prefix == "all")
+    if repeated_suffix is not None and repeated_prefix == "all":
+        return repeated_suffix[0]  # a whole program: the middle is what lies between
     readings = _readings(code, prefix, suffix)
-    if before_suffix is not None:
-        # A repeated line of the suffix starts a line of the answer; a match that starts within
-        # a line (`...lower())` ends with the suffix's `)`) is more likely the middle's own code.
-        repeated = code[len(before_suffix) :]
-        if not before_suffix or before_suffix.endswith("\n") or repeated.startswith("\n"):
-            readings.insert(0, before_suffix)
-        else:
-            readings.append(before_suffix)
+    if repeated_suffix is not None:
+        # The code without the repeat is read first when surely a repeat, else second (after
+        # the likeliest reading of the code as shown).
+        before_suffix, head = repeated_suffix
+        surely = _surely_repeated(head, before_suffix, suffix, repeated_prefix)
+        readings.insert(0 if surely else 1, before_suffix)
     return _first_that_compiles(readings, prefix, suffix)
 
 
-def _line_starts(text: str) -> list[int]:
-    return [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
+def _surely_repeated(head: str, before: str, suffix: str, repeated_prefix: str) -> bool:
+    """Whether the code surely ends with a repeat of the suffix, not with code of its own that
+    reads the same.
 
-
-def _without_repeated_prefix(code: str, prefix: str) -> tuple[str, bool]:
-    """The code after the longest tail of the prefix that starts a line, holds code and opens
-    the answer; and whether that tail was the whole prefix (the answer is a whole program).
-
-    Pure indentation is left to _readings: a gap after indentation may begin with more of it.
-    An answer that is only the tail but for its final line break (the fence's) leaves nothing.
+    Surely when the repeat starts a line of the answer, or when the answer repeats lines of the
+    prefix and ends with all of the suffix (it restates the rest of the program), unless that
+    is one line that starts within the indentation of the answer's last line (`        return
+    False` ends with the suffix's `    return False`: more likely a line of the middle). Other
+    matches start within a line (`...lower())` ends with the suffix's `)`): more likely the
+    middle's own code.
     """
+    if not before or before.endswith("\n") or head.startswith("\n"):
+        return True
+    rest = suffix.rstrip()
+    in_indentation = before[before.rfind("\n") + 1 :].isspace() and head[:1].isspace()
+    one_line_in_indentation = in_indentation and "\n" not in rest
+    return repeated_prefix == "lines" and len(head) >= len(rest) and not one_line_in_indentation
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [match.end() for match in re.finditer("\n", text)]
+
+
+def _end_of_repeat(code: str, text: str) -> int | None:
+    """Where the repeat of `text` that opens the code ends, or None. Its lines may have lost
+    their trailing whitespace (chat models strip it from the code they restate); its last line,
+    which the code may go on, only if the code ends that line there."""
+    if code.startswith(text):
+        return len(text)
+    *lines, last = text.split("\n")
+    position = 0
+    for line in lines:
+        end = code.find("\n", position)
+        if end == -1 or code[position:end].rstrip() != line.rstrip():
+            return None
+        position = end + 1
+    if code.startswith(last, position):
+        return position + len(last)
+    line_end = code.find("\n", position)
+    line = code[position:] if line_end == -1 else code[position:line_end]
+    return position + len(line) if line == last.rstrip() else None
+
+
+def _start_of_repeat(code: str, text: str) -> int | None:
+    """Where the repeat of `text` that closes the code starts, or None. Its lines may have lost
+    their trailing whitespace; its first line may end a line of the code."""
+    if code.endswith(text):
+        return len(code) - len(text)
+    first, *lines = text.split("\n")
+    end = len(code)
+    for line in reversed(lines):
+        start = code.rfind("\n", 0, end)
+        if start == -1 or code[start + 1 : end].rstrip() != line.rstrip():
+            return None
+        end = start
+    shown, first = code[:end].rstrip(" \t"), first.rstrip()
+    return len(shown) - len(first) if shown.endswith(first) else None
+
+
+def _without_repeated_prefix(
+    code: str, prefix: str, suffix: str
+) -> tuple[str, Literal["nothing", "lines", "all"]]:
+    """The code after the code of the prefix it repeats, and what it repeats: lines of the
+    prefix, or all of the prefix's part of the program (then it shows the rest of it, if any).
+
+    That is the restated function that holds the gap, else the longest tail of the prefix that
+    starts a line, holds code and opens the answer (all of it: a whole program). Pure
+    indentation is left to _readings: a gap after indentation may begin with more of it. An
+    answer that is only the tail but for its final line break (the fence's) leaves nothing.
+    """
+    after_function = _after_restated_function(code, prefix, suffix)
+    if after_function is not None:
+        return after_function, "all"
     for start in _line_starts(prefix):
         tail = prefix[start:]
-        if tail.strip() and (code.startswith(tail) or code + "\n" == tail):
-            return code[len(tail) :], start == 0
-    return code, False
+        if tail.strip() and (end := _end_of_repeat(code + "\n", tail)) is not None:
+            return code[end:], "all" if start == 0 else "lines"
+    return code, "nothing"
 
 
-def _before_repeated_suffix(code: str, suffix: str, whole: bool) -> str | None:
+def _after_restated_function(code: str, prefix: str, suffix: str) -> str | None:
+    """The code after the prefix's part of the body, when the code restates the function that
+    holds the gap (the prefix's last top-level `def`) from its `def` line, or None.
+
+    What comes before the `def` line (imports, helpers) and the function's docstring (its own,
+    or none) are the answer's to change: the body after the docstring is aligned with the
+    prefix's, blank lines at its start aside. When no code follows the gap and the prefix ends a
+    line, a body that does not repeat the prefix's part of it is the middle (the answer rewrote
+    the code after the docstring: the prefix's stays before it).
+    """
+    functions = list(FUNCTION_DEF.finditer(prefix))
+    if not functions:
+        return None
+    name = re.escape(functions[-1][1])
+    restated = re.search(rf"^(?:async[ \t]+)?def[ \t]+{name}\b", code, re.MULTILINE)
+    if restated is None:
+        return None
+    prefix_head_end = _head_end(prefix, functions[-1].start())
+    code_head_end = _head_end(code, restated.start())
+    if prefix_head_end is None or code_head_end is None:
+        return None
+    # From the line break after the head (or from where the prefix stops, if it stops there).
+    prefix_body, code_body = prefix[prefix_head_end:], code[code_head_end:]
+    for prefix_part, code_part in [
+        (prefix_body, code_body),
+        (_after_blank_lines(prefix_body), _after_blank_lines(code_body)),
+    ]:
+        if (end := _end_of_repeat(code_part, prefix_part)) is not None:
+            return code_part[end:]
+    if not suffix.strip() and prefix.endswith("\n"):
+        return code_body[code_body.find("\n") + 1 :]
+    return None
+
+
+def _head_end(text: str, start: int) -> int | None:
+    """Where the head of the function defined at `start` (its header, and its docstring if any)
+    ends: at the line break after it, or where the text stops. None if it stops before."""
+    tokens = tokenize.generate_tokens(io.StringIO(text[start:]).readline)
+    try:
+        end = next(token for token in tokens if token.type == tokenize.NEWLINE)  # the header's
+        first = next(token for token in tokens if token.type not in LINE_TOKENS)
+        if first.type == tokenize.STRING and (after := next(tokens)).type == tokenize.NEWLINE:
+            end = after  # a docstring's
+    except (StopIteration, tokenize.TokenError, SyntaxError):
+        return None
+    row, column = end.start
+    return start + _line_starts(text[start:])[row - 1] + column
+
+
+def _after_blank_lines(text: str) -> str:
+    return text[BLANK_LINES.match(text).end() :]
+
+
+def _without_code_after_the_function(code: str, prefix: str, suffix: str) -> str:
+    """The code without the top-level code the answer adds after the function that holds the gap
+    (an `if __name__` block, example calls), with the blank lines and comments that introduce it
+    and the line break before them (as a closing fence would take it).
+
+    Only when the gap is inside a top-level function or class and the suffix has no top-level
+    code (else the middle may have some too). When no code follows the gap, the program can
+    still hold what the code needs: definitions, imports and assignments of names that the
+    function, or what else stays, uses.
+    """
+    if not CODE_AT_COLUMN_0.search(code) or CODE_AT_COLUMN_0.search(suffix):
+        return code
+    program = prefix + code
+    gap_line = prefix.rfind("\n") + 1
+    starts = list(_top_level_statements(program))
+    enclosing = [start for start in starts if start <= gap_line]  # the gap is in the last
+    if not enclosing or enclosing[-1] == gap_line or not DEFINITION.match(program, enclosing[-1]):
+        return code
+    after = starts[len(enclosing) :]
+    if not after:
+        return code
+    statements = [program[start:end] for start, end in zip(after, [*after[1:], len(program)])]
+    bound = [_names_bound(statement) if not suffix.strip() else set() for statement in statements]
+    function = program[len(prefix) : after[0]]
+    stays, kept = [False] * len(statements), function
+    while used := [i for i, names in enumerate(bound) if not stays[i] and _uses(kept, names)]:
+        for index in used:
+            stays[index] = True
+        kept = function + "".join(s for s, stay in zip(statements, stays) if stay)
+    return code if all(stays) else kept[: TRAILING_BLANK_OR_COMMENT_LINES.search(kept).start()]
+
+
+def _uses(code: str, names: set[str]) -> bool:
+    return any(re.search(rf"\b{re.escape(name)}\b", code) for name in names)
+
+
+def _names_bound(statement: str) -> set[str]:
+    """The names a top-level definition, import or assignment binds (none for other code)."""
+    try:
+        nodes = ast.parse(statement).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names = set()
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {target.id for target in targets if isinstance(target, ast.Name)}
+        else:
+            return set()
+    return names - {"*"}
+
+
+def _top_level_statements(program: str):
+    """The offsets of the lines where top-level statements start (a decorated definition at its
+    first decorator), as far as the program tokenizes."""
+    line_starts = _line_starts(program)
+    statement_starts, decorated = True, False
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(program).readline):
+            if token.type == tokenize.NEWLINE:
+                statement_starts = True
+            elif token.type not in NOT_CODE:
+                if statement_starts and token.start[1] == 0:
+                    if not decorated:
+                        yield line_starts[token.start[0] - 1]
+                    decorated = token.string == "@"
+                statement_starts = False
+    except (tokenize.TokenError, SyntaxError):
+        return
+
+
+def _before_repeated_suffix(code: str, suffix: str, whole: bool) -> tuple[str, str] | None:
     """The code before the longest head of the suffix that ends at a line end and closes the
-    answer, or None. The head must hold code, unless the answer is a whole program (then it
-    ends with all of the suffix, whatever that is, but for trailing whitespace).
+    answer, and that head; or None. The head must hold code, unless the answer is a whole program
+    (then it ends with all of the suffix, whatever that is, its trailing whitespace maybe not as
+    shown).
     """
     if not suffix:
         return None
     ends = {len(suffix), len(suffix.rstrip())} | {i for i, c in enumerate(suffix) if c == "\n"}
-    for end in sorted(ends, reverse=True):
-        head = suffix[:end]
-        if (head.strip() or (whole and end >= len(suffix.rstrip()))) and code.endswith(head):
-            return code[: len(code) - len(head)]
+    heads = [
+        suffix[:end]
+        for end in sorted(ends, reverse=True)
+        if suffix[:end].strip() or (whole and end >= len(suffix.rstrip()))
+    ]
+    # A head as shown before one without the whitespace at its line ends, which could take a
+    # line of spaces for an empty line.
+    for head in heads:
+        if code.endswith(head):
+            return code[: len(code) - len(head)], head
+    for head in heads:
+        if (start := _start_of_repeat(code, head)) is not None:
+            return code[:start], head
+    shown, rest = code.rstrip(), suffix.rstrip()
+    if whole and (start := _start_of_repeat(shown, rest)) is not None:
+        return shown[:start], rest
     return None
-
-
-def _without_restated_function(code: str, prefix: str) -> str:
-    """The body, when a HumanEval answer restates the function (`def` line, maybe a docstring)."""
-    signatures = [line for line in prefix.splitlines() if line.lstrip().startswith("def ")]
-    if not signatures:
-        return code
-    signature = signatures[-1].rstrip()
-    lines = code.splitlines(keepends=True)
-    for index, line in enumerate(lines):
-        if line.rstrip() == signature:
-            return _without_docstring("".join(lines[index + 1 :]))
-    return code
-
-
-def _without_docstring(body: str) -> str:
-    match = re.match(r'[ \t]*(?:"""|\'\'\')', body)
-    if not match:
-        return body
-    quote = match.group(0).strip()
-    end = body.find(quote, match.end())
-    if end == -1:
-        return body
-    line_end = body.find("\n", end)
-    return "" if line_end == -1 else body[line_end + 1 :]
 
 
 def _readings(code: str, prefix: str, suffix: str) -> list[str]:
