@@ -282,3 +282,24 @@ def test_top_level_code_stays_when_the_gap_is_not_in_a_function():
     prefix, suffix = "def f():\n    return 1\n", "\nprint(f())\n"
     middle = "\n\ndef g():\n    return 2\n\nx = g()"
     assert middle_from_chat(f"```python\n{middle}\n```", prefix, suffix) == middle
+
+
+# HumanEval/115: the function's description is a string statement after an import, not its
+# docstring; an answer may drop it or write its own there, as with a docstring.
+MAX_FILL = 'def max_fill(grid, capacity):\n    import math\n    """\n    Fill the wells.\n    """\n'
+MAX_FILL_BODY = "    return sum(math.ceil(sum(row) / capacity) for row in grid)\n"
+
+
+@pytest.mark.parametrize("description", ["", '    """Count the buckets."""\n'])
+@pytest.mark.parametrize("split", [0, 11, len(MAX_FILL_BODY) - 1])
+def test_a_restated_function_may_drop_or_rewrite_a_description_after_an_import(
+    description, split
+):
+    prefix, middle = MAX_FILL + MAX_FILL_BODY[:split], MAX_FILL_BODY[split:]
+    code = "def max_fill(grid, capacity):\n    import math\n" + description + MAX_FILL_BODY
+    answer = f"```python\n{code}\n\nprint(max_fill([[1]], 1))\n```"
+    assert middle_from_chat(answer, prefix, "") == middle
+    # The same gap with the rest of the line after it as the suffix.
+    if 0 < split < len(MAX_FILL_BODY) - 10:
+        gap, rest = MAX_FILL_BODY[split:-10], MAX_FILL_BODY[-10:]
+        assert middle_from_chat(answer, prefix, rest) == gap

@@ -11,8 +11,9 @@ Chat answers (`middle_from_chat`), in order:
    whitespace at the ends of restated lines may be gone: models strip it):
    - A restated function that holds the gap (the prefix's last top-level `def`) is cut off up to
      where the prefix ends: whatever comes before its `def` line (imports, helpers), the `def`
-     line and its docstring (the prompt's, one of its own, or none), and the prefix's part of
-     its body. Else a repeated tail of the prefix is (from the start of a line: the gap's own
+     line and its docstring (the prompt's, one of its own, or none; so is a string statement
+     further into the body, as HumanEval/115's description after an import), and the prefix's
+     part of its body. Else a repeated tail of the prefix is (from the start of a line: the gap's own
      line, earlier lines, the whole program).
    - Top-level code after the function that holds the gap (an `if __name__` block, example
      calls, tests), with the comments and blank lines before it, is cut off when the suffix has
@@ -229,6 +230,17 @@ def _after_restated_function(code: str, prefix: str, suffix: str) -> str | None:
     ]:
         if (end := _end_of_repeat(code_part, prefix_part)) is not None:
             return code_part[end:]
+    # A string that stands as a statement further into the body (HumanEval/115's description
+    # comes after an import) is the answer's to keep, change or drop, as a docstring is.
+    prefix_kept, prefix_position = _without_string_statements(prefix_body)
+    code_kept, position = _without_string_statements(code_body)
+    if (end := _end_of_repeat(code_kept, prefix_kept)) is not None:
+        # A string statement where the repeat ends restates the prefix's if the prefix ends
+        # with one, else it is the middle's.
+        last_kept = prefix_position[-1] if prefix_position else -1
+        if prefix_body[last_kept + 1 :].strip():
+            return code_body[position[end] if end < len(position) else len(code_body) :]
+        return code_body[position[end - 1] + 1 if end else 0 :]
     if not suffix.strip() and prefix.endswith("\n"):
         return code_body[code_body.find("\n") + 1 :]
     return None
@@ -247,6 +259,41 @@ def _head_end(text: str, start: int) -> int | None:
         return None
     row, column = end.start
     return start + _line_starts(text[start:])[row - 1] + column
+
+
+def _without_string_statements(body: str) -> tuple[str, list[int]]:
+    """The body without the lines of its statements that are only a string, and where each
+    character left stands in the body. As far as the body tokenizes (a prefix stops anywhere)."""
+    removed: list[tuple[int, int]] = []
+    line_starts = _line_starts(body)
+    tokens = tokenize.generate_tokens(io.StringIO(body).readline)
+    statement_starts, string = True, None
+    try:
+        for token in tokens:
+            if token.type in (tokenize.NL, tokenize.COMMENT, *NOT_CODE):
+                continue
+            if token.type == tokenize.NEWLINE:
+                if string is not None:
+                    row, column = token.end
+                    end = line_starts[row] if row < len(line_starts) else len(body)
+                    removed.append((line_starts[string.start[0] - 1], end))
+                statement_starts, string = True, None
+                continue
+            string = token if statement_starts and token.type == tokenize.STRING else None
+            statement_starts = False
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    position = [i for start, end in _gaps(removed, len(body)) for i in range(start, end)]
+    return "".join(body[i] for i in position), position
+
+
+def _gaps(removed: list[tuple[int, int]], length: int):
+    """The spans of 0..length between the removed ones (in order, not overlapping)."""
+    start = 0
+    for removed_start, removed_end in removed:
+        yield start, removed_start
+        start = removed_end
+    yield start, length
 
 
 def _after_blank_lines(text: str) -> str:
