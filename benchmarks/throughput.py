@@ -6,9 +6,10 @@ as the reference's `evaluate_functional_correctness` runs it (`--reference-worke
 4); no isolation at all.
 Ours (2): `inspect eval heval_inspect/humaneval_infilling --no-log-realtime --no-score-display`
 end to end, every program in the hardened sandbox: with `--solver heval_inspect/reference` for the
-canonical workload (the canonical answers, no model), else `-T samples=FILE`. With `--shards n`,
-n such processes at once, `-T shard=1/n` ... `n/n`, each with its share of the cores as its
-sandbox pool, as `heval-inspect parallel` starts them.
+whole canonical workload (the canonical answers, no model), else `-T samples=FILE` (a `--tasks`
+cut of the canonical workload too). With `--shards n`, n such processes at once, `-T shard=1/n`
+... `n/n`, each with its share of the cores as its sandbox pool, as `heval-inspect parallel`
+starts them.
 
 Workloads:
   canonical  the 8,652 canonical infilling programs (`--tasks N`: the first N of one fixed
@@ -270,7 +271,8 @@ def main() -> None:
         str(work / "reference.jsonl"),
         str(args.reference_workers),
     ]
-    answers = None if args.workload == "canonical" else str(rows_file)
+    # The reference solver answers every task; a cut-down canonical workload replays its rows.
+    answers = None if args.workload == "canonical" and args.tasks is None else str(rows_file)
     cpu_file = str(work / "own_cpu.json")
     shards = sharded(
         ours(subsets, answers, str(work / "logs"), args.timeout, per_task, cpu_file), args.shards
