@@ -57,20 +57,26 @@ def pass1_by_group(report: Report) -> str:
     """pass@1 of each run in each subset and blend, with its 95% interval."""
     groups = report.groups
     figure, axes = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) + 2), 3.6))
-    width = 0.8 / max(1, len(report.results))
+    # In each group, a bar for each run that has it, side by side.
+    having = {g: [r for r in report.results if "pass@1" in r.groups.get(g, {})] for g in groups}
+    width = 0.8 / max(1, max(len(runs) for runs in having.values()))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for number, result in enumerate(report.results):
         xs, values, errors = [], [], []
         for position, group in enumerate(groups):
-            figure_ = result.groups.get(group, {}).get("pass@1")
-            if figure_ is not None:
-                xs.append(position + (number - (len(report.results) - 1) / 2) * width)
-                values.append(figure_.value)
-                errors.append(Z_95 * figure_.stderr)
-        axes.bar(xs, values, width * 0.95, yerr=errors, capsize=3, label=result.run.label)
+            if result in having[group]:
+                place = having[group].index(result) - (len(having[group]) - 1) / 2
+                xs.append(position + place * width)
+                values.append(result.groups[group]["pass@1"].value)
+                errors.append(Z_95 * result.groups[group]["pass@1"].stderr)
+        axes.bar(
+            xs, values, width * 0.95, yerr=errors, capsize=3, label=result.run.label,
+            color=colours[number % len(colours)],
+        )  # fmt: skip
     axes.set_xticks(range(len(groups)), [g.replace("_", " ") for g in groups], rotation=20)
     axes.set_ylabel("pass@1 (95% interval)")
     axes.set_ylim(0, 1.05)
-    axes.legend(fontsize=8, loc="lower right")
+    axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     axes.set_title("pass@1 per subset and blend")
     return _svg(figure)
 
@@ -87,7 +93,7 @@ def pass_at_k(report: Report) -> str:
     axes.set_ylabel("pass@k (95% interval)")
     axes.set_ylim(0, 1.05)
     axes.xaxis.get_major_locator().set_params(integer=True)
-    axes.legend(fontsize=8, loc="lower right")
+    axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     axes.set_title("pass@k against k (all tasks of each run)")
     return _svg(figure)
 
@@ -106,7 +112,7 @@ def failure_kinds(report: Report) -> str:
     axes.invert_yaxis()
     axes.set_xlim(0, 1)
     axes.set_xlabel("share of samples")
-    axes.legend(fontsize=8, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.25 - 1 / (len(rows) + 4)))
+    axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     axes.set_title("verdicts by kind")
     return _svg(figure)
 

@@ -63,11 +63,19 @@ def runs_table(report: Report) -> list[dict]:
     return rows
 
 
-def results_table(report: Report, wide: bool = True) -> list[dict]:
+def results_tables(report: Report) -> dict[str, list[dict]]:
+    """The results table of each task (their subsets and blends differ)."""
+    tasks = dict.fromkeys(result.run.task for result in report.results)
+    return {task: results_table(report, task=task) for task in tasks}
+
+
+def results_table(report: Report, wide: bool = True, task: str | None = None) -> list[dict]:
     """One row per run, a column group per subset and blend (`wide`), or one row per run and
-    group (the terminal's, which is narrower)."""
+    group (the terminal's, which is narrower). `task`: only the runs of that task."""
     rows = []
     for result in report.results:
+        if task is not None and result.run.task != task:
+            continue
         row = {"run": result.run.label}
         for group in report.groups:
             figures = result.groups.get(group)
@@ -208,7 +216,7 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 
 SECTIONS = (
     ("Runs", runs_table, "Each run, with the logs it was read from and the shards merged."),
-    ("Results", results_table, "Each figure with its 95% interval (figure +- 1.96 x its "
+    ("Results", results_tables, "Each figure with its 95% interval (figure +- 1.96 x its "
      "standard error, clustered by HumanEval problem); exact match as a share of epochs."),
     ("Paired comparison", differences_table, "Run minus baseline on the tasks both ran: the "
      "difference, its paired standard error clustered by problem, its 95% interval, the "
@@ -220,10 +228,18 @@ SECTIONS = (
 )  # fmt: skip
 
 
+def _tables(table, report: Report) -> dict[str, list[dict]]:
+    """A section's tables by their titles ("" for a section of one table)."""
+    tables = table(report)
+    return tables if isinstance(tables, dict) else {"": tables}
+
+
 def markdown(report: Report) -> str:
     parts = ["# heval-inspect report\n"]
     for title, table, text in SECTIONS:
-        parts.append(f"## {title}\n\n{text}\n\n{markdown_table(table(report))}")
+        parts.append(f"## {title}\n\n{text}\n")
+        for subtitle, rows in _tables(table, report).items():
+            parts.append((f"### {subtitle}\n\n" if subtitle else "") + markdown_table(rows))
     if report.notes:
         parts.append("## Notes\n\n" + "".join(f"- {note}\n" for note in report.notes))
     return "\n".join(parts)
@@ -291,7 +307,10 @@ def html_page(report: Report) -> str:
     ]
     for (title, table, text), name in zip(SECTIONS, names, strict=True):
         parts.append(f"<h2>{html.escape(title)}</h2><p class=\"lead\">{html.escape(text)}</p>")
-        parts.append(html_table(table(report), name))
+        for subtitle, rows in _tables(table, report).items():
+            if subtitle:
+                parts.append(f"<h3>{html.escape(subtitle)}</h3>")
+            parts.append(html_table(rows, f"{name}-{subtitle}" if subtitle else name))
         if name == "results":
             parts += [_figure(plots, "pass1"), _figure(plots, "passk")]
         elif name == "differences" and "differences" in plots:
