@@ -35,7 +35,7 @@ def number(value: float | None, digits: int = 3) -> str:
 def p_value(value: float | None) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.2g}" if value >= 1e-4 else "<0.0001"
+    return f"{value:.2g}"
 
 
 def interval(value: float, stderr: float) -> str:
