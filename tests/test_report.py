@@ -80,7 +80,7 @@ docker = pytest.mark.docker
 
 
 @docker
-def test_results_and_paired_difference_equal_a_hand_computation(report_logs):
+def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp_path):
     report = build_report([report_logs["canonical"], report_logs["mutant"]], baseline="canonical")
     results = {r.run.name: r for r in report.results}
     c = passes()
@@ -121,7 +121,7 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs):
     assert got.baseline_better == sum(ci < EPOCHS for ci in c)
     assert got.other_better == 0 and got.same == sum(ci == EPOCHS for ci in c)
     # The numbers are those the Markdown and CSV files show.
-    files = write_all(report, Path(report_logs["canonical"]).parent / "report")
+    files = write_all(report, tmp_path)
     rows = list(csv.DictReader(open(files["differences"], encoding="utf-8")))
     [row] = [r for r in rows if r["figure"] == "pass@1"]
     assert float(row["p_value"]) == pytest.approx(got.p_value, rel=1e-12)
