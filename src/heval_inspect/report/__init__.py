@@ -21,7 +21,7 @@ from .failures import (
     problem_texts,
 )
 from .runs import ReportError, Run, read_runs
-from .stats import Comparison, Results, compare, ordered_groups, pairs, results
+from .stats import Comparison, Results, compare, ordered_groups, pairs, results, tasks_of
 
 __all__ = ["Report", "ReportError", "build_report"]
 
@@ -106,10 +106,10 @@ def _gaps(run: Run) -> tuple[list[GapRow], str | None]:
     samples = run.samples
     if set(samples.subset) <= {"humaneval"}:
         return [], None
-    ids, first, row_task = np.unique(samples.task_id, return_index=True, return_inverse=True)
-    per_task = np.bincount(row_task, weights=samples.passed) / np.bincount(row_task)
-    subsets = samples.subset[first].astype(str)
-    problems = problem_numbers(samples.problem[first].astype(str))
+    tasks = tasks_of(run)
+    ids, first, subsets = tasks["id"], tasks["first"], tasks["subset"]
+    per_task = tasks["passed"] / tasks["epochs"]  # pass@1
+    problems = problem_numbers(tasks["problem"])
     buckets = np.array([gap_bucket(gap_lines(samples.target[i])) for i in first], dtype=object)
     rows = []
 

@@ -15,7 +15,7 @@ that they are shards 1 ... n of n, each once, with no task in two of them.
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -65,25 +65,55 @@ class Run:
         return f"{self.name} ({self.task} {self.version})"
 
 
+COLUMNS = {
+    "task_id": str, "epoch": int, "subset": str, "problem": str,
+    "passed": float, "exact_match": float, "exact_match_stripped": float,  # 0.0 or 1.0
+    "verdict": object, "reason": object,
+    "error": object,  # the exception's class; None in logs from before it was recorded
+    "target": object,  # the canonical gap
+}  # fmt: skip
+
+
 @dataclass
 class Samples:
-    """Columns of one row per sample (task and epoch), sorted by task id and epoch."""
+    """One row per scored sample (task and epoch), sorted by task id and epoch, as columns (the
+    names and types of COLUMNS); and how many samples ended in an error, with no verdict."""
 
     task_id: np.ndarray
     epoch: np.ndarray
     subset: np.ndarray
     problem: np.ndarray
-    passed: np.ndarray  # 0.0 or 1.0
+    passed: np.ndarray
     exact_match: np.ndarray
     exact_match_stripped: np.ndarray
-    verdict: list[str]
-    reason: list[str]
-    error: list[str | None]  # the exception's class; None in logs from before it was recorded
-    target: list[str]
-    unscored: int = 0  # samples that ended in an error, with no verdict
+    verdict: np.ndarray
+    reason: np.ndarray
+    error: np.ndarray
+    target: np.ndarray
+    unscored: int = 0
 
     def __len__(self) -> int:
         return len(self.task_id)
+
+    @classmethod
+    def from_rows(cls, rows: list[tuple], unscored: int) -> "Samples":
+        """From rows of values in COLUMNS' order."""
+        values = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
+        columns = {
+            name: np.array(column, dtype=kind)
+            for (name, kind), column in zip(COLUMNS.items(), values, strict=True)
+        }
+        return cls._sorted(columns, unscored)
+
+    @classmethod
+    def concatenate(cls, parts: list["Samples"]) -> "Samples":
+        columns = {name: np.concatenate([getattr(p, name) for p in parts]) for name in COLUMNS}
+        return cls._sorted(columns, sum(part.unscored for part in parts))
+
+    @classmethod
+    def _sorted(cls, columns: dict[str, np.ndarray], unscored: int) -> "Samples":
+        order = np.lexsort((columns["epoch"], columns["task_id"]))
+        return cls(**{name: column[order] for name, column in columns.items()}, unscored=unscored)
 
 
 def log_files(paths: Iterable[str]) -> list[str]:
@@ -189,26 +219,7 @@ def _samples(file: str) -> Samples:
                 target,
             )
         )
-    rows.sort(key=lambda row: (row[0], row[1]))
-    return _columns(rows, unscored)
-
-
-def _columns(rows: list[tuple], unscored: int) -> Samples:
-    columns = list(zip(*rows, strict=True)) if rows else [()] * 11
-    return Samples(
-        task_id=np.array(columns[0], dtype=object),
-        epoch=np.array(columns[1], dtype=int),
-        subset=np.array(columns[2], dtype=object),
-        problem=np.array(columns[3], dtype=object),
-        passed=np.array(columns[4], dtype=float),
-        exact_match=np.array(columns[5], dtype=float),
-        exact_match_stripped=np.array(columns[6], dtype=float),
-        verdict=list(columns[7]),
-        reason=list(columns[8]),
-        error=list(columns[9]),
-        target=list(columns[10]),
-        unscored=unscored,
-    )
+    return Samples.from_rows(rows, unscored)
 
 
 def _identity(run: Run) -> tuple:
@@ -280,29 +291,10 @@ def _merge(group: list[tuple[Run, dict | None]]) -> Run:
         )
     ordered = sorted(sharded, key=lambda pair: pair[1]["index"])
     runs = [run for run, _ in ordered]
-    rows = [
-        row
-        for run in runs
-        for row in zip(
-            run.samples.task_id, run.samples.epoch, run.samples.subset, run.samples.problem,
-            run.samples.passed, run.samples.exact_match, run.samples.exact_match_stripped,
-            run.samples.verdict, run.samples.reason, run.samples.error, run.samples.target,
-            strict=True,
-        )
-    ]  # fmt: skip
-    rows.sort(key=lambda row: (row[0], row[1]))
-    merged = Run(
-        **{
-            name: getattr(first, name)
-            for name in (
-                "name", "model", "task", "version", "comparability", "problems_sha256",
-                "completions_sha256", "timeout", "memory_bytes", "ks", "per_subset",
-                "problem_files",
-            )
-        },
+    return replace(
+        first,
         files=[run.files[0] for run in runs],
         shards=f"1-{count} of {count}" if count > 1 else "1 of 1",
         notes=[note for run in runs for note in run.notes],
-    )  # fmt: skip
-    merged.samples = _columns(rows, sum(run.samples.unscored for run in runs))
-    return merged
+        samples=Samples.concatenate([run.samples for run in runs]),
+    )

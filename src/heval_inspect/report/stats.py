@@ -44,11 +44,12 @@ def tasks_of(run: Run, only: np.ndarray | None = None) -> dict:
     ids, first, row_task = np.unique(samples.task_id, return_index=True, return_inverse=True)
     tasks = {
         "id": ids,
+        "first": first,  # the row of the task's first sample
         "epochs": np.bincount(row_task).astype(int),
         "passed": np.rint(np.bincount(row_task, weights=samples.passed)).astype(int),
         "sums": {key: np.bincount(row_task, weights=getattr(samples, key)) for key in FIGURES},
-        "subset": samples.subset[first].astype(str),
-        "problem": samples.problem[first].astype(str),
+        "subset": samples.subset[first],
+        "problem": samples.problem[first],
     }
     if only is not None:
         keep = np.isin(ids, only)
