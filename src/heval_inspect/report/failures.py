@@ -10,8 +10,8 @@ that ended the program):
 | syntax error | `SyntaxError`, `IndentationError` or `TabError`: the program does not compile |
 | name error | `NameError` or `UnboundLocalError` |
 | memory | `MemoryError`, or killed by the container's out-of-memory killer |
-| other runtime error | any other exception (`TypeError`, `ZeroDivisionError`, `SystemExit`, ...), or
-  the program exited before its tests completed |
+| other runtime error | any other exception (`TypeError`, `SystemExit`, ...), or an exit before
+  the tests completed |
 | timed out | its time limit ran out |
 | killed | it died by a signal (`killed by signal SIGSEGV ...`), or its executor was lost |
 | no verdict | the sample ended in an error (the infrastructure's, never the model's) |

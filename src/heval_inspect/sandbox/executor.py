@@ -117,9 +117,10 @@ def _raise_timeout(signum, frame) -> None:
 def _child(program: str, nonce: str, request: dict, fds: dict[str, int], place) -> None:
     """In the forked child: identity, limits, then the program, exactly as the reference's
     `exec(check_program, {})`. Reports through the report FIFO: "P" + nonce after a normal
-    return, "T" if its time ran out (TimeoutException), or "F" + the exception's class name + NUL
-    + its text (what the reference prints after "failed: "). The FIFO is opened by its path only to report, so a
-    program that closes or reuses every file descriptor still gets its verdict. Never returns."""
+    return, "T" if its time ran out (TimeoutException), or "F" + the exception's class name +
+    NUL + its text (what the reference prints after "failed: "). The FIFO is opened by its path
+    only to report, so a program that closes or reuses every file descriptor still gets its
+    verdict. Never returns."""
     # Kept before the program runs: it may replace what the module attributes point to.
     open_fd, write, exit_now, print_exception = os.open, os.write, os._exit, traceback.print_exc
     report_path = request["report"]
@@ -543,7 +544,9 @@ def run(request: dict, place: InContainer | OnThisMachine) -> dict:
     ):
         status, reason = "timed out", f"time limit of {request['seconds']:g}s"
     elif token.startswith(b"F"):
-        kind, _, message = token[1:].partition(b"\0")
+        # The class name, NUL, the text; a report without a NUL (one a program wrote to the
+        # FIFO itself) is all text, as before classes were reported.
+        kind, _, message = token[1:].partition(b"\0") if b"\0" in token else (b"", b"", token[1:])
         status, reason = "failed", message.decode("utf-8", errors="replace")
         error = kind.decode("utf-8", errors="replace")
     else:
