@@ -14,7 +14,9 @@ completion files, limits and arguments but the shard) are merged into one run, a
 that they are shards 1 ... n of n, each once, with no task in two of them.
 """
 
+import multiprocessing
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -28,8 +30,11 @@ from inspect_ai.log import (
 
 from ..errors import DataError
 from ..export import SCORER, completion_file_of
+from ..parallel import usable_cores
 
 PACKAGE_TASKS = "heval_inspect/"
+# Logs of more bytes than this in all are read by several processes.
+PARALLEL_BYTES = 32 << 20
 NO_MODEL = "none/none"
 
 
@@ -133,12 +138,32 @@ def log_files(paths: Iterable[str]) -> list[str]:
 
 
 def read_runs(paths: Iterable[str]) -> list[Run]:
-    """Every run in these logs (shards merged), in the order first named."""
-    pieces = [_read_log(file) for file in log_files(paths)]
+    """Every run in these logs (shards merged), in the order first named.
+
+    Large logs are read in parallel, one process per core: most of the time goes into Inspect's
+    parsing of the sample summaries (which it shortens again as it reads them), and a process
+    holds the summaries of one log at a time."""
+    files = log_files(paths)
+    workers = min(len(files), usable_cores())
+    if workers > 1 and sum(_size(file) for file in files) >= PARALLEL_BYTES:
+        # Started afresh ("spawn", not a fork of this process and its threads): each worker
+        # imports the package once, about a second.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            pieces = list(pool.map(_read_log, files))
+    else:
+        pieces = [_read_log(file) for file in files]
     groups: dict[tuple, list[tuple[Run, dict | None]]] = {}
     for run, shard in pieces:
         groups.setdefault(_identity(run), []).append((run, shard))
     return [_merge(group) for group in groups.values()]
+
+
+def _size(file: str) -> int:
+    try:
+        return Path(file).stat().st_size
+    except OSError:  # not a local file (s3://...)
+        return 0
 
 
 def run_name(log: EvalLog) -> str:
