@@ -77,6 +77,11 @@ def build_report(paths: list[str], baseline: str | None = None) -> Report:
             )
     comparisons = [compare(a, b) for a, b in pairs(runs, baseline)]
     notes = [f"{run.label}: {note}" for run in runs for note in run.notes]
+    if not comparisons and len(runs) > 1:
+        notes.append(
+            "No paired comparison: runs are compared only with runs of the same task (and with "
+            "--baseline, only with the baseline's)."
+        )
     failures, gaps = [], []
     for run in runs:
         failures += _failures(run)
