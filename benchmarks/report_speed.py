@@ -1,9 +1,10 @@
 """How long `heval-inspect report` takes, and how much memory, on the whole infilling group.
 
 Input: two "models" on all 8,652 tasks of `humaneval_infilling`, 3 epochs each (`--epochs`), so
-2 x 25,956 samples; the report compares them (paired differences), classifies every verdict and
+2 x 25,956 samples, each run written as 8 shard logs (`--shards`; 1 for one log per run); the
+report merges the shards, compares the runs (paired differences), classifies every verdict and
 draws every plot. The report's command runs in a child process, timed from start to exit; its
-peak memory is the child's maximum resident set size.
+peak memory is sampled every 50 ms over the command and the processes it starts.
 
 How the input logs are made without scoring 51,912 programs (hours): one real run of
 `humaneval_infilling` on a few tasks (`inspect eval`, replayed canonical answers, `-T
@@ -12,10 +13,11 @@ sandbox=local`: 4 canonical programs on this machine, no Docker) gives a real lo
 the task's real input (the chat prompt), target, metadata and a score as the scorer writes it
 (value, answer, explanation with the whole program, metadata with verdict, reason and error),
 passing or failing in a fixed pseudo-random pattern (model A about 70% pass, model B about 60%,
-failures of every kind), written with Inspect's `write_eval_log`. The samples have no events, so
-the logs are smaller than real ones, but the report reads only each log's header and sample
-summaries, which are as a real run writes them. Building takes a minute or two; the logs are
-kept (`--work`) and reused.
+failures of every kind), written with Inspect's `write_eval_log`, each shard with the metadata `-T shard=i/n` records.
+The samples have no events, so the logs are smaller than real ones, but the report reads only
+each log's header and sample summaries, which are as a real run writes them. Building takes a
+few minutes with 8 shards; with `--shards 1` about 20 minutes, as `write_eval_log` takes time
+that grows with the square of a log's samples. The logs are kept (`--work`) and reused.
 
     python benchmarks/report_speed.py                   # build (once) and time the report
     python benchmarks/report_speed.py --epochs 5 --work /tmp/report-bench
@@ -28,12 +30,14 @@ import random
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HEVAL_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 
+import psutil  # noqa: E402  (Inspect's dependency)
 from inspect_ai import eval as inspect_eval  # noqa: E402
 from inspect_ai.log import read_eval_log, write_eval_log  # noqa: E402
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput  # noqa: E402
@@ -43,6 +47,7 @@ from heval_inspect.data import SUBSETS, load_official  # noqa: E402
 from heval_inspect.explanation import explain, fenced  # noqa: E402
 from heval_inspect.prompts import chat_prompt  # noqa: E402
 from heval_inspect.scorer import assemble_program  # noqa: E402
+from heval_inspect.shard import split  # noqa: E402
 from heval_inspect.tasks import humaneval_infilling, problem_id  # noqa: E402
 
 # Failures of each kind: (verdict, reason, error, share among failures).
@@ -79,11 +84,11 @@ def template(work: Path) -> str:
     return log.location
 
 
-def build(work: Path, epochs: int) -> list[str]:
-    """The two big logs (made once per number of epochs)."""
-    out = work / f"logs-{epochs}-epochs"
+def build(work: Path, epochs: int, shards: int) -> list[str]:
+    """The two big runs' logs, each as `shards` shard logs (made once per epochs and shards)."""
+    out = work / (f"logs-{epochs}-epochs" + ("" if shards == 1 else f"-{shards}-shards"))
     done = sorted(out.glob("*.eval"))
-    if len(done) == len(MODELS):
+    if len(done) == len(MODELS) * shards:
         return [str(path) for path in done]
     out.mkdir(parents=True, exist_ok=True)
     base = read_eval_log(template(work))
@@ -146,27 +151,45 @@ def build(work: Path, epochs: int) -> list[str]:
                             }
                         )
                     )
-        log = base.model_copy(deep=True)
-        log.samples = samples
-        log.eval.metadata["label"] = name
-        log.eval.config.epochs = epochs
-        log.results = None  # the report computes every figure from the samples
-        path = out / f"{name}.eval"
-        write_eval_log(log, str(path))
-        written.append(str(path))
-        print(f"built {path} ({len(samples)} samples)", flush=True)
+        parts = split(samples, shards, lambda sample: sample.metadata["problem_id"])
+        for index, part in enumerate(parts, start=1):
+            log = base.model_copy(deep=True)
+            log.samples = part
+            log.eval.metadata["label"] = name
+            log.eval.config.epochs = epochs
+            log.results = None  # the report computes every figure from the samples
+            if shards > 1:  # as `-T shard=i/n` records it (shard.apply_shard)
+                log.eval.task_args["shard"] = f"{index}/{shards}"
+                log.eval.metadata["shard"] = {
+                    "index": index, "count": shards, "numbering": "1-based",
+                    "tasks": len({s.id for s in part}),
+                    "problems": list(dict.fromkeys(s.metadata["problem_id"] for s in part)),
+                    "all_tasks": len({s.id for s in samples}),
+                    "all_problems": len({s.metadata["problem_id"] for s in samples}),
+                }  # fmt: skip
+            path = out / f"{name}-{index}-of-{shards}.eval"
+            write_eval_log(log, str(path))
+            written.append(str(path))
+            print(f"built {path} ({len(part)} samples)", flush=True)
     return written
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=8,
+        help="write each run as this many shard logs (1: one log per run, which takes Inspect's "
+        "write_eval_log about 20 minutes for 26k samples; 8: about 2)",
+    )
     parser.add_argument("--work", default=str(ROOT / "logs" / "report-bench"))
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    logs = build(work, args.epochs)
+    logs = build(work, args.epochs, args.shards)
     print(f"input logs ready in {time.monotonic() - started:.1f} s: {', '.join(logs)}")
     command = [
         str(Path(sys.executable).with_name("heval-inspect")), "report", *logs,
@@ -174,17 +197,35 @@ def main() -> None:
     ]  # fmt: skip
     print("command:", " ".join(command), flush=True)
     started = time.monotonic()
-    run = subprocess.run(command, capture_output=True, text=True, check=False)
-    seconds = time.monotonic() - started
-    if run.returncode != 0:
-        sys.exit(f"the report failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        report = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True)
+        peak_total = 0
+        while report.poll() is None:
+            peak_total = max(peak_total, _tree_rss(report.pid))
+            time.sleep(0.05)
+        seconds = time.monotonic() - started
+        stdout.seek(0), stderr.seek(0)
+        output, errors = stdout.read(), stderr.read()
+    if report.returncode != 0:
+        sys.exit(f"the report failed:\n{output[-3000:]}\n{errors[-3000:]}")
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     tasks = sum(len(load_official(file)) for file in SUBSETS.values())
-    print(run.stdout[-2500:])
+    print(output[-2500:])
     print(
         f"report on 2 runs x {tasks:,} tasks x {args.epochs} epochs "
-        f"({2 * tasks * args.epochs:,} samples): {seconds:.1f} s, peak memory {peak_mib:.0f} MiB"
+        f"({2 * tasks * args.epochs:,} samples) in {len(logs)} logs: {seconds:.1f} s, "
+        f"peak memory {peak_total / 2**20:.0f} MiB (all of its processes together, sampled every "
+        f"50 ms; the largest process alone: {peak_mib:.0f} MiB)"
     )
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident memory of a process and its children, in bytes (0 once it has ended)."""
+    try:
+        process = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
+    except psutil.Error:
+        return 0
 
 
 if __name__ == "__main__":
