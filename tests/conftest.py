@@ -49,3 +49,11 @@ def pytest_configure(config):
     if not SHARED_DATA.is_dir():
         raise pytest.UsageError(f"The official data files are expected in {SHARED_DATA}.")
     os.environ["HEVAL_DATA_DIR"] = str(SHARED_DATA)
+
+
+@pytest.fixture(scope="session")
+def report_logs(tmp_path_factory) -> dict:
+    """The report tests' logs (tests/report_logs.py), made once per session in the sandbox."""
+    from .report_logs import build
+
+    return build(tmp_path_factory.mktemp("report-logs"))

@@ -50,8 +50,28 @@ def main(argv: list[str] | None = None) -> int:
         nargs=argparse.REMAINDER,
         help="after --: the inspect eval command, without -T shard",
     )
+    report = commands.add_parser(
+        "report",
+        help="compare runs: results with 95%% intervals, paired differences, failure kinds, plots",
+        description=(
+            "Reads logs of heval_inspect's tasks (files, or folders searched recursively), merges "
+            "the shards of a run, and prints and writes the report: report.md, report.html (one "
+            "self-contained page with the plots) and CSV files. A run is named by its eval "
+            "metadata 'label' (inspect eval --metadata label=NAME), else its model, else its first "
+            "tag (--tags NAME), else its completion file."
+        ),
+    )
+    report.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="log files or folders")
+    report.add_argument("--out", default="heval-report", help="folder to write into")
+    report.add_argument(
+        "--baseline",
+        metavar="MODEL",
+        help="compare every run with this one (a run's name or model); default: every pair",
+    )
     args = parser.parse_args(argv)
     try:
+        if args.command == "report":
+            return _report(args.logs, args.out, args.baseline)
         if args.command == "parallel":
             command = args.eval_command
             if command[:1] == ["--"]:
@@ -62,6 +82,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"heval-inspect: {error}", file=sys.stderr)
         return 1
     print(path)
+    return 0
+
+
+def _report(logs: list[str], out: str, baseline: str | None) -> int:
+    from pathlib import Path
+
+    from .report import build_report
+    from .report.render import terminal, write_all
+
+    report = build_report(logs, baseline)
+    terminal(report)
+    files = write_all(report, Path(out))
+    print(f"Wrote {', '.join(str(path) for path in files.values())}")
     return 0
 
 

@@ -122,51 +122,83 @@ def humaneval_metrics(
     def compute(scores: list[SampleScore]) -> Value:
         if not scores:
             return {}
-        tasks = _tasks(scores, cluster)
-        # A pass@k that some task has too few epochs for is left out (never NaN); the run was
-        # told why when it started (KTooLargeWarning).
-        n_min = int(tasks["epochs"].min())
-        reported = [each for each in ks if each <= n_min]
-        values = {name: figure(tasks) for name, figure in _figures(reported).items()}
-        subsets, problems = tasks["subset"], tasks["problem"]
-        # Problems as numbers, once: Inspect recomputes these figures for its live display.
-        _, problem_index, tasks_per_problem = np.unique(
-            problems, return_inverse=True, return_counts=True
-        )
-        names, sizes = np.unique(subsets, return_counts=True)
-        size_of = dict(zip(names, sizes, strict=True))
-        everything = np.ones(len(subsets))
-        if not (len(names) > 1 if per_subset is None else per_subset):
-            rows = {"": everything}
-            counts = {"samples": float(len(subsets))}
-        else:
-            ordered = sorted(names, key=_subset_order)
-            rows = (
-                {HEADLINE_BLEND: everything}
-                | {f"{subset}/": (subsets == subset).astype(float) for subset in ordered}
-                | {
-                    "mean_of_subsets/": 1.0 / np.array([size_of[s] for s in subsets]),
-                    "problem_macro/": 1.0 / tasks_per_problem[problem_index],
-                }
-            )
-            counts = {f"{subset}/samples": float(size_of[subset]) for subset in ordered}
-
-        estimates: dict[str, float] = {}
-        errors: dict[str, float] = {}
-        for name, all_values in values.items():
-            for prefix, weights in rows.items():
-                chosen = weights > 0
-                share = weights[chosen] / math.fsum(weights[chosen])
-                figure = all_values[chosen]
-                estimates[prefix + name] = weighted_mean(figure, share)
-                errors[f"{prefix}{name}_stderr"] = clustered_stderr(
-                    figure, share, problem_index[chosen]
-                )
-        lead = next(iter(estimates))
-        headline = {lead: estimates[lead], HEADLINE_STDERR: errors[f"{lead}_stderr"]}
-        return headline | estimates | errors | counts
+        return summarise(_tasks(scores, cluster), ks, per_subset)
 
     return compute
+
+
+def summarise(tasks: dict, ks: list[int], per_subset: bool | None = None) -> dict[str, float]:
+    """Every figure of a run, from its task columns (see `_tasks`), under the names the log uses.
+
+    The metric's computation, also used by `heval-inspect report` on the tasks it reads from logs
+    (and merges from shards), so that both give the same numbers.
+    """
+    # A pass@k that some task has too few epochs for is left out (never NaN); the run was
+    # told why when it started (KTooLargeWarning).
+    values = task_values(tasks, reportable_ks(tasks, ks))
+    problem_index = problem_numbers(tasks["problem"])
+    rows, counts = blends(tasks["subset"], tasks["problem"], per_subset)
+    estimates: dict[str, float] = {}
+    errors: dict[str, float] = {}
+    for name, all_values in values.items():
+        for prefix, weights in rows.items():
+            chosen = weights > 0
+            share = weights[chosen] / math.fsum(weights[chosen])
+            figure = all_values[chosen]
+            estimates[prefix + name] = weighted_mean(figure, share)
+            errors[f"{prefix}{name}_stderr"] = clustered_stderr(
+                figure, share, problem_index[chosen]
+            )
+    lead = next(iter(estimates))
+    headline = {lead: estimates[lead], HEADLINE_STDERR: errors[f"{lead}_stderr"]}
+    return headline | estimates | errors | counts
+
+
+def reportable_ks(tasks: dict, ks: list[int]) -> list[int]:
+    """The k of pass@k that every task has enough epochs for."""
+    n_min = int(tasks["epochs"].min())
+    return [each for each in ks if each <= n_min]
+
+
+def task_values(tasks: dict, ks: list[int]) -> dict[str, np.ndarray]:
+    """Each figure's value per task: pass@k for each k, then the exact-match shares."""
+    return {name: figure(tasks) for name, figure in _figures(ks).items()}
+
+
+def problem_numbers(problems: np.ndarray) -> np.ndarray:
+    """Each task's HumanEval problem as a number (the clusters of the standard errors)."""
+    return np.unique(problems, return_inverse=True)[1]
+
+
+def blends(
+    subsets: np.ndarray, problems: np.ndarray, per_subset: bool | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The weights of each reported group of tasks, by its name's prefix, and the counts.
+
+    One set: {"": every task}. Several subsets (or `per_subset`): the headline blend
+    (`sample_weighted/`), each subset in the usual order, `mean_of_subsets/` (each subset weighs
+    the same) and `problem_macro/` (each HumanEval problem weighs the same). A task outside a
+    group has weight 0.
+    """
+    _, problem_index, tasks_per_problem = np.unique(
+        problems, return_inverse=True, return_counts=True
+    )
+    names, sizes = np.unique(subsets, return_counts=True)
+    size_of = dict(zip(names, sizes, strict=True))
+    everything = np.ones(len(subsets))
+    if not (len(names) > 1 if per_subset is None else per_subset):
+        return {"": everything}, {"samples": float(len(subsets))}
+    ordered = sorted(names, key=subset_order)
+    rows = (
+        {HEADLINE_BLEND: everything}
+        | {f"{subset}/": (subsets == subset).astype(float) for subset in ordered}
+        | {
+            "mean_of_subsets/": 1.0 / np.array([size_of[s] for s in subsets]),
+            "problem_macro/": 1.0 / tasks_per_problem[problem_index],
+        }
+    )
+    counts = {f"{subset}/samples": float(size_of[subset]) for subset in ordered}
+    return rows, counts
 
 
 def _tasks(scores: list[SampleScore], cluster: str) -> dict:
@@ -204,7 +236,7 @@ def _tasks(scores: list[SampleScore], cluster: str) -> dict:
     }
 
 
-def _subset_order(name: str) -> tuple[int, str]:
+def subset_order(name: str) -> tuple[int, str]:
     """The official subsets in their usual order (single line first), then any others by name."""
     known = list(SUBSETS)
     return (known.index(name), "") if name in known else (len(known), name)

@@ -78,6 +78,9 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT, memory_limit: int = DEFAULT_MEM
             metadata={
                 "verdict": execution.verdict,
                 "reason": execution.reason,
+                # The exception's class, to tell kinds of failure apart (the verdict has only
+                # its message, as in the reference).
+                "error": execution.error,
                 "cpu_seconds": execution.cpu_seconds,
                 "wall_seconds": execution.wall_seconds,
                 # Only when the program left something the executor could not remove, or its

@@ -43,6 +43,9 @@ class Execution:
     residue: dict[str, int]
     # Pool containers replaced on this program's account (its residue, or a lost executor).
     containers_replaced: int = 0
+    # The class name of the exception that ended the program ("AssertionError", ...); "" when
+    # none did (it passed, timed out or died without reporting).
+    error: str = ""
 
     @property
     def verdict(self) -> str:

@@ -7,8 +7,10 @@ ours baked in). A request is one JSON object:
      "memory_bytes": int, "file_bytes": int}
 
 and its answer one JSON line: {"status": "passed" | "failed" | "timed out", "reason": str,
-"returncode": int, "cpu_seconds": float, "wall_seconds": float, "stdout_bytes": int,
-"stderr_tail": str, "residue": {what: count}}.
+"error": str, "returncode": int, "cpu_seconds": float, "wall_seconds": float,
+"stdout_bytes": int, "stderr_tail": str, "residue": {what: count}}. `error` is the class name of
+the exception that ended the program (`AssertionError`, `NameError`, `MemoryError`, ...), or ""
+when none did (it passed, or ended without reporting: then `reason` says how).
 
 Run with no argument, it answers the one request on stdin (one `docker exec` per program). Run as
 `serve`, it answers one request per line of stdin until EOF, so a long-lived container runs many
@@ -115,9 +117,10 @@ def _raise_timeout(signum, frame) -> None:
 def _child(program: str, nonce: str, request: dict, fds: dict[str, int], place) -> None:
     """In the forked child: identity, limits, then the program, exactly as the reference's
     `exec(check_program, {})`. Reports through the report FIFO: "P" + nonce after a normal
-    return, "T" if its time ran out (TimeoutException), or "F" + the exception's text (what the
-    reference prints after "failed: "). The FIFO is opened by its path only to report, so a
-    program that closes or reuses every file descriptor still gets its verdict. Never returns."""
+    return, "T" if its time ran out (TimeoutException), or "F" + the exception's class name +
+    NUL + its text (what the reference prints after "failed: "). The FIFO is opened by its path
+    only to report, so a program that closes or reuses every file descriptor still gets its
+    verdict. Never returns."""
     # Kept before the program runs: it may replace what the module attributes point to.
     open_fd, write, exit_now, print_exception = os.open, os.write, os._exit, traceback.print_exc
     report_path = request["report"]
@@ -171,7 +174,16 @@ def _child(program: str, nonce: str, request: dict, fds: dict[str, int], place) 
                 message = str(error)
             except BaseException:  # noqa: BLE001  (a program's exception may not print)
                 message = type(error).__name__
-            report(b"F" + message.encode("utf-8", "replace")[:REPORT_TEXT_BYTES])
+            try:
+                kind = str(type(error).__name__).replace("\0", "")[:ERROR_NAME_CHARACTERS]
+            except BaseException:  # noqa: BLE001  (a program may give its classes odd names)
+                kind = ""
+            report(
+                b"F"
+                + kind.encode("utf-8", "replace")
+                + b"\0"
+                + message.encode("utf-8", "replace")[:REPORT_TEXT_BYTES]
+            )
         else:
             report(b"P" + nonce.encode())
             code = 0
@@ -187,6 +199,7 @@ CHILD_ENVIRONMENT = {
 STDERR_TAIL_BYTES = 4096
 # A report fits in one atomic FIFO write (PIPE_BUF, 4096 bytes).
 REPORT_TEXT_BYTES = 2000
+ERROR_NAME_CHARACTERS = 200
 REPORT_BYTES = 4096
 POLL_SECONDS = 0.02
 # After its TimeoutException, how long a program that caught it may go on before it is killed
@@ -206,6 +219,12 @@ CGROUP_CPU = (
     ("/sys/fs/cgroup/cpu.stat", "usage_usec", 1e-6),
     ("/sys/fs/cgroup/cpuacct/cpuacct.usage", None, 1e-9),
     ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", None, 1e-9),
+)
+# How many processes of the container the kernel's out-of-memory killer has killed (cgroup v2,
+# then v1).
+CGROUP_OOM_KILLS = (
+    ("/sys/fs/cgroup/memory.events", "oom_kill"),
+    ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
 )
 CGROUP_SHMEM = (
     ("/sys/fs/cgroup/memory.stat", "shmem"),
@@ -297,6 +316,7 @@ class InContainer:
             )
         self.cpu_counter = _first_counter(CGROUP_CPU)
         self.shmem_counter = _first_counter(CGROUP_SHMEM)
+        self.oom_counter = _first_counter(CGROUP_OOM_KILLS)
         self.shmem_baseline = self._shmem()
 
     def become_program(self, scratch: str) -> None:
@@ -341,6 +361,10 @@ class InContainer:
             "shared memory bytes": max(0, self._shmem() - self.shmem_baseline),
         }
 
+    def oom_kills(self) -> int:
+        """Processes of the container killed by the out-of-memory killer so far."""
+        return (_read_counter(*self.oom_counter) or 0) if self.oom_counter else 0
+
     def _shmem(self) -> int:
         return (_read_counter(*self.shmem_counter) or 0) if self.shmem_counter else 0
 
@@ -381,6 +405,9 @@ class OnThisMachine:
 
     def residue(self, scratch: str) -> dict[str, int]:
         return {"scratch entries": int(os.path.lexists(scratch))}
+
+    def oom_kills(self) -> int:
+        return 0  # not told apart on this machine: a program killed by it is "killed"
 
 
 def _kill_strays(place: InContainer | OnThisMachine, program: int) -> int:
@@ -426,6 +453,7 @@ def run(request: dict, place: InContainer | OnThisMachine) -> dict:
         os.open(request["report"], os.O_WRONLY),
     )
     pipes = {name: os.pipe() for name in ("stdout", "stderr")}
+    oom_kills_before = place.oom_kills()
     started = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -504,6 +532,7 @@ def run(request: dict, place: InContainer | OnThisMachine) -> dict:
     residue = {"processes": left} | place.residue(request["scratch"])
 
     stderr_text = stderr_tail.decode("utf-8", errors="replace")
+    error = ""
     if token == b"P" + nonce.encode():
         status, reason = "passed", ""
     elif (
@@ -515,14 +544,21 @@ def run(request: dict, place: InContainer | OnThisMachine) -> dict:
     ):
         status, reason = "timed out", f"time limit of {request['seconds']:g}s"
     elif token.startswith(b"F"):
-        status, reason = "failed", token[1:].decode("utf-8", errors="replace")
+        # The class name, NUL, the text; a report without a NUL (one a program wrote to the
+        # FIFO itself) is all text, as before classes were reported.
+        kind, _, message = token[1:].partition(b"\0") if b"\0" in token else (b"", b"", token[1:])
+        status, reason = "failed", message.decode("utf-8", errors="replace")
+        error = kind.decode("utf-8", errors="replace")
     else:
         # It ended without reporting: the reference's verdict for that is "timed out" (its
         # result list stays empty); the reason says what really happened.
-        status, reason = "timed out", _ended_without_report(returncode, stderr_text)
+        out_of_memory = returncode == -signal.SIGKILL and place.oom_kills() > oom_kills_before
+        status = "timed out"
+        reason = _ended_without_report(returncode, stderr_text, out_of_memory)
     return {
         "status": status,
         "reason": reason,
+        "error": error,
         "returncode": returncode,
         "cpu_seconds": round(cpu, 4),
         "wall_seconds": round(wall, 4),
@@ -573,7 +609,9 @@ def _own_seconds(pid: int, started: float) -> float:
     return time.monotonic() - started - run_delay
 
 
-def _ended_without_report(returncode: int, stderr_text: str) -> str:
+def _ended_without_report(returncode: int, stderr_text: str, out_of_memory: bool) -> str:
+    if out_of_memory:
+        return "killed by the out-of-memory killer (signal SIGKILL) before the tests completed"
     if returncode < 0:
         return f"killed by signal {_signal_name(-returncode)} before the tests completed"
     lines = [line for line in stderr_text.splitlines() if line.strip()]

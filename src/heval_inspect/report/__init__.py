@@ -1,0 +1,173 @@
+"""`heval-inspect report`: which model is better, by how much, and why programs fail.
+
+The report is a function of its logs. `runs` reads them (Inspect's API) into one tidy table of
+samples per run, merging shards; `stats` derives each run's figures with intervals and the paired
+differences; `failures` the kinds of failure and the gap shapes; `plots` the figures; `render`
+the terminal, Markdown, CSV and HTML views. Each view is a small function of the `Report`.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..metrics import clustered_stderr, problem_numbers, weighted_mean
+from .failures import (
+    GAP_BUCKETS,
+    KINDS,
+    gap_bucket,
+    gap_lines,
+    kinds,
+    mid_line,
+    problem_texts,
+)
+from .runs import ReportError, Run, read_runs
+from .stats import Comparison, Results, compare, ordered_groups, pairs, results, tasks_of
+
+__all__ = ["Report", "ReportError", "build_report"]
+
+RANDOM_SPAN = ("random_span", "random_span_light")
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    run: str
+    subset: str
+    counts: dict[str, int]  # by kind, every kind
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+
+@dataclass(frozen=True)
+class GapRow:
+    run: str
+    subset: str
+    by: str  # "gap lines" or "mid-line"
+    bucket: str
+    tasks: int
+    pass_at_1: float
+    stderr: float
+
+
+@dataclass
+class Report:
+    runs: list[Run]
+    results: list[Results]
+    comparisons: list[Comparison]
+    failures: list[FailureRow]
+    gaps: list[GapRow]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def groups(self) -> list[str]:
+        return ordered_groups({g for r in self.results for g in r.groups})
+
+
+def build_report(paths: list[str], baseline: str | None = None) -> Report:
+    """Read the logs and compute every table of the report."""
+    runs = read_runs(paths)
+    labels = [run.label for run in runs]
+    for run in runs:
+        if labels.count(run.label) > 1:
+            raise ReportError(
+                f"Two different runs are both called {run.label} (files "
+                f"{', '.join(f for r in runs if r.label == run.label for f in r.files)}): tell "
+                f"them apart with --metadata label=NAME when you run them."
+            )
+    comparisons = [compare(a, b) for a, b in pairs(runs, baseline)]
+    notes = [f"{run.label}: {note}" for run in runs for note in run.notes]
+    if not comparisons and len(runs) > 1:
+        notes.append(
+            "No paired comparison: runs are compared only with runs of the same task (and with "
+            "--baseline, only with the baseline's)."
+        )
+    failures, gaps = [], []
+    for run in runs:
+        failures += _failures(run)
+        found, note = _gaps(run)
+        gaps += found
+        if note:
+            notes.append(note)
+    return Report(runs, [results(run) for run in runs], comparisons, failures, gaps, notes)
+
+
+def _failures(run: Run) -> list[FailureRow]:
+    samples = run.samples
+    kind = kinds(samples.verdict, samples.reason, samples.error)
+    subsets = ordered_groups(set(samples.subset))
+    rows = []
+    for subset in subsets + (["all"] if len(subsets) > 1 else []):
+        chosen = kind if subset == "all" else kind[samples.subset == subset]
+        counts = {name: int(np.count_nonzero(chosen == name)) for name in KINDS}
+        if subset == "all" or len(subsets) == 1:
+            counts["no verdict"] += samples.unscored
+        rows.append(FailureRow(run.label, subset, counts))
+    return rows
+
+
+def _gaps(run: Run) -> tuple[list[GapRow], str | None]:
+    """pass@1 by gap size, and for random span by where the gap starts and ends."""
+    samples = run.samples
+    if set(samples.subset) <= {"humaneval"}:
+        return [], None
+    tasks = tasks_of(run)
+    ids, first, subsets = tasks["id"], tasks["first"], tasks["subset"]
+    per_task = tasks["passed"] / tasks["epochs"]  # pass@1
+    problems = problem_numbers(tasks["problem"])
+    buckets = np.array([gap_bucket(gap_lines(samples.target[i])) for i in first], dtype=object)
+    rows = []
+
+    def add(subset: str, by: str, bucket: str, chosen: np.ndarray) -> None:
+        share = np.full(int(chosen.sum()), 1.0 / chosen.sum())
+        rows.append(
+            GapRow(
+                run.label, subset, by, bucket, int(chosen.sum()),
+                weighted_mean(per_task[chosen], share),
+                clustered_stderr(per_task[chosen], share, problems[chosen]),
+            )
+        )  # fmt: skip
+
+    for subset in ordered_groups(set(subsets)):
+        in_subset = subsets == subset
+        for bucket in sorted(set(buckets[in_subset]), key=_bucket_order):
+            add(subset, "gap lines", bucket, in_subset & (buckets == bucket))
+    spans = [s for s in ordered_groups(set(subsets)) if s in RANDOM_SPAN]
+    if not spans:
+        return rows, None
+    texts = problem_texts(run.problem_files)
+    if texts is None:
+        return rows, (
+            f"{run.label}: pass@1 by where random-span gaps start and end needs the problem "
+            f"files the log names ({', '.join(f.get('path', '?') for f in run.problem_files)}), "
+            f"which are not on this machine (set HEVAL_DATA_DIR to a folder with the official "
+            f"files)."
+        )
+    where = np.array(
+        [_where(*mid_line(texts[t][0], samples.target[i], texts[t][1])) for t, i in
+         zip(ids, first, strict=True)],
+        dtype=object,
+    )  # fmt: skip
+    for subset in spans:
+        in_subset = subsets == subset
+        for label in WHERE:
+            chosen = in_subset & (where == label)
+            if chosen.any():
+                add(subset, "mid-line", label, chosen)
+    return rows, None
+
+
+WHERE = (
+    "starts and ends at line boundaries",
+    "starts mid-line",
+    "ends mid-line",
+    "starts and ends mid-line",
+)
+
+
+def _where(starts: bool, ends: bool) -> str:
+    return WHERE[int(starts) + 2 * int(ends)]
+
+
+def _bucket_order(name: str) -> int:
+    return [bucket for _, _, bucket in GAP_BUCKETS].index(name)

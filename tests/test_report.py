@@ -1,0 +1,262 @@
+"""`heval-inspect report` on real logs: its figures against a hand computation, its failure kinds
+against the verdicts, shards merged into the whole run, and what it refuses to compare.
+
+The hand computations below use only the known pass pattern (tests/report_logs.py), math and
+numpy, never the package's code.
+"""
+
+import csv
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from inspect_ai.log import read_eval_log, write_eval_log
+
+from heval_inspect.report import ReportError, build_report
+from heval_inspect.report.failures import kind
+from heval_inspect.report.render import markdown, write_all
+
+from .report_logs import EPOCHS, MUTANTS, PATTERN
+
+Z_975 = 1.959963984540054
+Z_80 = 0.8416212335729143
+
+
+def clustered(values: list[float]) -> tuple[float, float]:
+    """Mean and standard error with one task per cluster (HumanEval: a task is a problem)."""
+    g = len(values)
+    mean = sum(values) / g
+    return mean, math.sqrt(g / (g - 1) * sum(((v - mean) / g) ** 2 for v in values))
+
+
+def passes() -> list[int]:
+    return [answers.count("ok") for answers in PATTERN.values()]
+
+
+def pass_at(n: int, c: int, k: int) -> float:
+    return 1 - math.comb(n - c, k) / math.comb(n, k)
+
+
+# ---------------------------------------------------------------------- no sandbox needed
+
+
+@pytest.mark.parametrize(
+    "verdict, reason, error, expected",
+    [
+        ("passed", "", "", "passed"),
+        ("failed: ", "", "AssertionError", "wrong answer"),
+        ("failed: boom", "boom", "AssertionError", "wrong answer"),
+        ("failed: x", "x", "IndentationError", "syntax error"),
+        ("failed: x", "x", "UnboundLocalError", "name error"),
+        ("failed: ", "", "MemoryError", "memory"),
+        ("failed: 0", "0", "SystemExit", "other runtime error"),
+        ("timed out", "time limit of 3s", "", "timed out"),
+        ("timed out", "killed by signal SIGSEGV before the tests completed", "", "killed"),
+        ("timed out", "killed by the out-of-memory killer (signal SIGKILL) before the tests "
+         "completed", "", "memory"),
+        ("timed out", "the sandbox's executor ended before the program reported a result", "",
+         "killed"),
+        # Logs from before the exception's class was recorded: by the message.
+        ("failed: ", "", None, "wrong answer"),
+        ("failed: invalid syntax (<string>, line 3)", "invalid syntax (<string>, line 3)", None,
+         "syntax error"),
+        ("failed: unexpected indent", "unexpected indent (<string>, line 9)", None,
+         "syntax error"),
+        ("failed: name 'x' is not defined", "name 'x' is not defined", None, "name error"),
+        ("failed: division by zero", "division by zero", None, "other runtime error"),
+    ],
+)  # fmt: skip
+def test_each_verdict_has_one_kind(verdict, reason, error, expected):
+    assert kind(verdict, reason, error) == expected
+
+
+# ---------------------------------------------------------------------- real logs (sandbox)
+
+docker = pytest.mark.docker
+
+
+@docker
+def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp_path):
+    report = build_report([report_logs["canonical"], report_logs["mutant"]], baseline="canonical")
+    results = {r.run.name: r for r in report.results}
+    c = passes()
+    # The mutant's pass@1 and pass@3 with their clustered standard errors, and its epochs.
+    for k in (1, 3):
+        value, stderr = clustered([pass_at(EPOCHS, ci, k) for ci in c])
+        figure = results["mutant"].groups["humaneval"][f"pass@{k}"]
+        assert figure.value == pytest.approx(value, abs=1e-9)
+        assert figure.stderr == pytest.approx(stderr, abs=1e-9)
+        assert figure.low == pytest.approx(value - Z_975 * stderr, abs=1e-9)
+        assert results["canonical"].groups["humaneval"][f"pass@{k}"].value == 1.0
+        assert results["canonical"].groups["humaneval"][f"pass@{k}"].stderr == 0.0
+    assert results["mutant"].tasks["humaneval"] == len(PATTERN)
+    assert results["mutant"].epochs == (EPOCHS, EPOCHS)
+    # The same figure as the log's own metric.
+    log = read_eval_log(report_logs["mutant"], header_only=True)
+    assert log.results.scores[0].metrics["pass@1"].value == pytest.approx(
+        results["mutant"].groups["humaneval"]["pass@1"].value, abs=1e-12
+    )
+
+    [comparison] = report.comparisons
+    assert (comparison.baseline.name, comparison.other.name) == ("canonical", "mutant")
+    differences = {d.figure: d for d in comparison.differences}
+    for k in (1, 3):
+        d = [pass_at(EPOCHS, ci, k) - 1.0 for ci in c]
+        mean, stderr = clustered(d)
+        p = math.erfc(abs(mean / stderr) / math.sqrt(2))
+        got = differences[f"pass@{k}"]
+        assert got.difference == pytest.approx(mean, abs=1e-9)
+        assert got.stderr == pytest.approx(stderr, abs=1e-9)
+        assert got.p_value == pytest.approx(p, abs=1e-9)
+        assert (got.low, got.high) == pytest.approx(
+            (mean - Z_975 * stderr, mean + Z_975 * stderr), abs=1e-9
+        )
+        assert got.minimum_detectable == pytest.approx((Z_975 + Z_80) * stderr, abs=1e-9)
+        assert got.tasks == len(PATTERN)
+    got = differences["pass@1"]
+    assert got.baseline_better == sum(ci < EPOCHS for ci in c)
+    assert got.other_better == 0 and got.same == sum(ci == EPOCHS for ci in c)
+    # The numbers are those the Markdown and CSV files show.
+    files = write_all(report, tmp_path)
+    rows = list(csv.DictReader(open(files["differences"], encoding="utf-8")))
+    [row] = [r for r in rows if r["figure"] == "pass@1"]
+    assert float(row["p_value"]) == pytest.approx(got.p_value, rel=1e-12)
+    assert f"{got.difference:.3f} [{got.low:.3f}, {got.high:.3f}]" in markdown(report)
+
+
+@docker
+def test_failure_kinds_count_the_verdicts(report_logs):
+    report = build_report([report_logs["mutant"]])
+    [row] = report.failures
+    expected = {k: 0 for k in row.counts}
+    for answers in PATTERN.values():
+        for answer in answers:
+            expected["passed" if answer == "ok" else MUTANTS[answer][1]] += 1
+    assert row.counts == expected
+    # Against the log's own verdicts: passes, time-outs (the loop and the crash, as in the
+    # reference) and failures.
+    log = read_eval_log(report_logs["mutant"])
+    verdicts = [s.scores["unit_tests"].metadata["verdict"] for s in log.samples]
+    assert row.counts["passed"] == verdicts.count("passed")
+    assert row.counts["timed out"] + row.counts["killed"] == verdicts.count("timed out")
+    assert sum(v.startswith("failed") for v in verdicts) == row.total - verdicts.count(
+        "passed"
+    ) - verdicts.count("timed out")
+    errors = {s.scores["unit_tests"].metadata["error"] for s in log.samples}
+    assert {"AssertionError", "SyntaxError", "IndentationError", "NameError",
+            "ZeroDivisionError", "MemoryError"} <= errors  # fmt: skip
+
+
+def _figures(report) -> dict:
+    [result] = report.results
+    figures = {
+        (group, name): (f.value, f.stderr)
+        for group, named in result.groups.items()
+        for name, f in named.items()
+    }
+    figures |= {("all", f"pass@{k}"): (f.value, f.stderr) for k, f in result.pass_at.items()}
+    figures |= {("tasks", group): (n, 0.0) for group, n in result.tasks.items()}
+    figures |= {
+        ("failures", row.subset, kind_): (count, 0.0)
+        for row in report.failures
+        for kind_, count in row.counts.items()
+    }
+    figures |= {
+        ("gap", row.subset, row.by, row.bucket): (row.pass_at_1, row.stderr)
+        for row in report.gaps
+    }
+    return figures
+
+
+@docker
+def test_four_shards_merge_into_the_whole_run(report_logs):
+    whole = build_report([report_logs["infilling"]])
+    merged = build_report(report_logs["shards"])
+    [run] = merged.runs
+    assert run.shards == "1-4 of 4" and len(run.files) == 4
+    assert "1-4 of 4" in markdown(merged)
+    expected, got = _figures(whole), _figures(merged)
+    assert set(got) == set(expected) and len(got) > 100
+    for key, (value, stderr) in expected.items():
+        assert got[key][0] == pytest.approx(value, abs=1e-12), key
+        assert got[key][1] == pytest.approx(stderr, abs=1e-12), key
+    # Every subset and blend of the log's own metrics, too.
+    metrics = read_eval_log(report_logs["infilling"], header_only=True).results.scores[0].metrics
+    [result] = merged.results
+    for group, named in result.groups.items():
+        for name, figure in named.items():
+            assert figure.value == pytest.approx(metrics[f"{group}/{name}"].value, abs=1e-12)
+            assert figure.stderr == pytest.approx(
+                metrics[f"{group}/{name}_stderr"].value, abs=1e-12
+            )
+    assert {row.by for row in merged.gaps} == {"gap lines", "mid-line"}
+
+
+@docker
+def test_shards_with_a_gap_or_an_overlap_are_refused(report_logs, tmp_path):
+    shards = report_logs["shards"]
+    with pytest.raises(ReportError, match=r"shard\(s\) 4 of 4 missing \(a gap\)"):
+        build_report(shards[:3])
+    copy = tmp_path / "copy.eval"
+    shutil.copy(shards[0], copy)
+    with pytest.raises(ReportError, match=r"shard\(s\) 1 given more than once \(an overlap\)"):
+        build_report([*shards, str(copy)])
+    with pytest.raises(ReportError, match="some of its logs are shards and some are not"):
+        build_report([*shards, report_logs["infilling"]])
+
+
+def _altered(source: str, target: Path, change) -> str:
+    log = read_eval_log(source)
+    log.eval.metadata["label"] = "altered"
+    change(log.eval.metadata)
+    write_eval_log(log, str(target))
+    return str(target)
+
+
+@docker
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda m: m["provenance"]["limits"].update(timeout_seconds=3.0),
+         r"their time limits differ \(1 s and 3 s\)"),
+        (lambda m: m.update(task_comparability_version=2, full_task_version="2-A"),
+         r"task comparability versions differ \(1-A and 2-A"),
+        (lambda m: m["provenance"]["data_files"][0].update(sha256="0" * 64),
+         r"problem files' SHA-256 checksums differ"),
+    ],
+)  # fmt: skip
+def test_runs_that_cannot_be_compared_are_refused_saying_why(report_logs, tmp_path, change,
+                                                             message):  # fmt: skip
+    altered = _altered(report_logs["mutant"], tmp_path / "altered.eval", change)
+    with pytest.raises(ReportError, match=r"Cannot compare altered .* with canonical .*" + message):
+        build_report([report_logs["canonical"], altered], baseline="canonical")
+
+
+@docker
+def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
+    folder = Path(report_logs["canonical"]).parent
+    out = tmp_path / "out"
+    run = subprocess.run(
+        [str(Path(sys.executable).with_name("heval-inspect")), "report", str(folder),
+         "--out", str(out), "--baseline", "canonical"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "Paired comparison" in run.stdout and "mutant (humaneval 1-A)" in run.stdout
+    names = {"report.md", "report.html", "results.csv", "differences.csv", "failures.csv",
+             "gaps.csv"}  # fmt: skip
+    assert names <= {p.name for p in out.iterdir()}
+    results = list(csv.DictReader(open(out / "results.csv", encoding="utf-8")))
+    mutant = {r["figure"]: float(r["value"]) for r in results if r["run"].startswith("mutant")}
+    assert mutant["pass@1"] == pytest.approx(np.mean(passes()) / EPOCHS, abs=1e-12)
+    refused = subprocess.run(
+        [str(Path(sys.executable).with_name("heval-inspect")), "report", str(folder),
+         "--out", str(out), "--baseline", "nobody"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "--baseline nobody: no run has that name; the runs: canonical, mutant" in refused.stderr
