@@ -51,6 +51,15 @@ def pytest_configure(config):
     os.environ["HEVAL_DATA_DIR"] = str(SHARED_DATA)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def user_cache_folder(tmp_path_factory) -> Path:
+    """The user's cache folder (downloads, the report's kept tables) is a new one for the
+    session: tests neither read what an earlier run kept nor write to the home folder."""
+    folder = tmp_path_factory.mktemp("user-cache")
+    os.environ["XDG_CACHE_HOME"] = str(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def report_logs(tmp_path_factory) -> dict:
     """The report tests' logs (tests/report_logs.py), made once per session in the sandbox."""

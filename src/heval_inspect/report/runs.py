@@ -3,7 +3,8 @@
 Logs are read with Inspect's own API: each log's header (`read_eval_log(header_only=True)`) and
 its sample summaries (`read_eval_log_sample_summaries`), which hold every sample's id, epoch,
 metadata, target and scores (score metadata strings shortened to 1,000 characters, which the
-verdict and the exception's class fit in). Nothing else of a sample is read.
+verdict and the exception's class fit in). Nothing else of a sample is read, and a log's table of
+samples is kept (`cache`) so that the next report on the same log does not parse it again.
 
 A run is named, in this order, by the eval metadata `label` (`inspect eval ... --metadata
 label=NAME`), else its model, else (a run with `--model none`: the reference solver or a replayed
@@ -14,11 +15,15 @@ completion files, limits and arguments but the shard) are merged into one run, a
 that they are shards 1 ... n of n, each once, with no task in two of them.
 """
 
+import hashlib
 import multiprocessing
-from collections.abc import Iterable
+import sys
+import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from inspect_ai.log import (
@@ -31,11 +36,15 @@ from inspect_ai.log import (
 from ..errors import DataError
 from ..export import SCORER, completion_file_of
 from ..parallel import usable_cores
+from . import cache
 
 PACKAGE_TASKS = "heval_inspect/"
 # Logs of more bytes than this in all are read by several processes.
 PARALLEL_BYTES = 32 << 20
 NO_MODEL = "none/none"
+# The code that makes a log's table of samples: a kept table made by other code is not used.
+T = TypeVar("T")
+READER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 class ReportError(DataError):
@@ -110,6 +119,18 @@ class Samples:
         }
         return cls._sorted(columns, unscored)
 
+    def table(self) -> dict:
+        """As plain data (the cache's JSON)."""
+        columns = {name: getattr(self, name).tolist() for name in COLUMNS}
+        return {"columns": columns, "unscored": self.unscored}
+
+    @classmethod
+    def from_table(cls, table: dict) -> "Samples":
+        columns = {
+            name: np.array(table["columns"][name], dtype=kind) for name, kind in COLUMNS.items()
+        }
+        return cls(**columns, unscored=table["unscored"])
+
     @classmethod
     def concatenate(cls, parts: list["Samples"]) -> "Samples":
         columns = {name: np.concatenate([getattr(p, name) for p in parts]) for name in COLUMNS}
@@ -126,7 +147,11 @@ def log_files(paths: Iterable[str]) -> list[str]:
     files: list[str] = []
     for path in paths:
         if Path(path).is_dir():
-            found = [info.name for info in list_eval_logs(str(path), recursive=True)]
+            # Inspect names the local files it finds file://...; the report names them by path.
+            found = [
+                info.name.removeprefix("file://")
+                for info in list_eval_logs(str(path), recursive=True)
+            ]
             if not found:
                 raise ReportError(f"{path} holds no Inspect logs (.eval or .json).")
             files += sorted(found)
@@ -140,23 +165,38 @@ def log_files(paths: Iterable[str]) -> list[str]:
 def read_runs(paths: Iterable[str]) -> list[Run]:
     """Every run in these logs (shards merged), in the order first named.
 
-    Large logs are read in parallel, one process per core: most of the time goes into Inspect's
-    parsing of the sample summaries (which it shortens again as it reads them), and a process
-    holds the summaries of one log at a time."""
+    The samples of a log read before are those kept then (`cache`). The others, when large, are
+    read in parallel, one process per core: most of the time goes into Inspect's parsing of the
+    sample summaries (which it shortens again as it reads them), and a process holds the
+    summaries of one log at a time."""
     files = log_files(paths)
-    workers = min(len(files), usable_cores())
-    if workers > 1 and sum(_size(file) for file in files) >= PARALLEL_BYTES:
-        # Started afresh ("spawn", not a fork of this process and its threads): each worker
-        # imports the package once, about a second.
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            pieces = list(pool.map(_read_log, files))
-    else:
-        pieces = [_read_log(file) for file in files]
+    pieces = [_read_log(file) for file in files]  # headers first: a foreign log is refused now
+    keys = [cache.key(file, READER) for file in files]
+    tables = [cache.load(key) for key in keys]
+    unread = [
+        (file, key) for file, key, table in zip(files, keys, tables, strict=True) if table is None
+    ]
+    read = iter(_map(_read_samples, unread, sum(_size(file) for file, _ in unread)))
+    for (run, _), table in zip(pieces, tables, strict=True):
+        run.samples = next(read) if table is None else Samples.from_table(table)
     groups: dict[tuple, list[tuple[Run, dict | None]]] = {}
     for run, shard in pieces:
         groups.setdefault(_identity(run), []).append((run, shard))
     return [_merge(group) for group in groups.values()]
+
+
+def _map(function: Callable[..., T], arguments: list[tuple], size: int) -> list[T]:
+    """function(*each) for each of the arguments: in one process per core when they are many
+    bytes of logs, else in this one."""
+    workers = min(len(arguments), usable_cores())
+    if workers < 2 or size < PARALLEL_BYTES:
+        return [function(*each) for each in arguments]
+    # A fork starts at once with all this process has imported; a fresh interpreter ("spawn")
+    # imports Inspect first, a second or two. So fork, but only where that is safe: on Linux,
+    # from a process with no other thread (the command line, not a notebook's kernel).
+    method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+        return list(pool.map(function, *zip(*arguments, strict=True)))
 
 
 def _size(file: str) -> int:
@@ -183,6 +223,7 @@ def run_name(log: EvalLog) -> str:
 
 
 def _read_log(file: str) -> tuple[Run, dict | None]:
+    """A log's run from its header (its samples not yet read), and its shard (None if not one)."""
     header = read_eval_log(file, header_only=True)
     spec = header.eval
     if not (spec.task_registry_name or "").startswith(PACKAGE_TASKS):
@@ -215,8 +256,14 @@ def _read_log(file: str) -> tuple[Run, dict | None]:
     )
     if header.status != "success":
         run.notes.append(f"{Path(file).name} ended with status {header.status!r}.")
-    run.samples = _samples(file)
     return run, metadata.get("shard")
+
+
+def _read_samples(file: str, key: dict | None) -> Samples:
+    """A log's samples, from Inspect's summaries of them, kept for the next report."""
+    samples = _samples(file)
+    cache.store(key, samples.table())
+    return samples
 
 
 def _samples(file: str) -> Samples:
