@@ -317,6 +317,15 @@ def test_runs_that_cannot_be_compared_are_refused_saying_why(report_logs, tmp_pa
 
 
 @docker
+def test_a_log_from_before_provenance_is_reported_with_a_note(report_logs, tmp_path):
+    # Logs of task version 0 name no problem files: the mid-line split is left out, saying why.
+    old = _altered(report_logs["infilling"], tmp_path / "old.eval", lambda m: m.pop("provenance"))
+    report = build_report([old])
+    assert {row.by for row in report.gaps} == {"gap lines"}
+    assert any("which the log does not name" in note for note in report.notes), report.notes
+
+
+@docker
 def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     folder = Path(report_logs["canonical"]).parent
     out = tmp_path / "out"

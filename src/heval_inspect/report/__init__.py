@@ -137,11 +137,13 @@ def _gaps(run: Run) -> tuple[list[GapRow], str | None]:
         return rows, None
     texts = problem_texts(run.problem_files)
     if texts is None:
-        return rows, (
-            f"{run.label}: pass@1 by where random-span gaps start and end needs the problem "
-            f"files the log names ({', '.join(f.get('path', '?') for f in run.problem_files)}), "
-            f"which are not on this machine (set HEVAL_DATA_DIR to a folder with the official "
-            f"files)."
+        named = ", ".join(f.get("path", "?") for f in run.problem_files)
+        return rows, f"{run.label}: pass@1 by where random-span gaps start and end needs " + (
+            f"the problem files the log names ({named}), which are not on this machine (set "
+            f"HEVAL_DATA_DIR to a folder with the official files)."
+            if named
+            else "the problem files, which the log does not name (it was written before the "
+            "task's version 1)."
         )
     where = np.array(
         [_where(*mid_line(texts[t][0], samples.target[i], texts[t][1])) for t, i in

@@ -132,7 +132,10 @@ def mid_line(prompt: str, span: str, suffix: str) -> tuple[bool, bool]:
 def problem_texts(problem_files: list[dict]) -> dict[str, tuple[str, str]] | None:
     """Each task's prompt and suffix, from the problem files a log names (its provenance), when
     they are on this machine: at the recorded path, or (official files) in $HEVAL_DATA_DIR or the
-    download cache, always with the recorded SHA-256. None when one cannot be found."""
+    download cache, always with the recorded SHA-256. None when one cannot be found, or when the
+    log names none (it is older than its task's version 1)."""
+    if not problem_files:
+        return None
     texts: dict[str, tuple[str, str]] = {}
     for file in problem_files:
         path = _find(file)
