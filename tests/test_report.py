@@ -16,8 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log, write_eval_log
+from inspect_ai.scorer import match
 
 from heval_inspect.report import ReportError, build_report, runs
 from heval_inspect.report.failures import kind
@@ -77,6 +80,22 @@ def pass_at(n: int, c: int, k: int) -> float:
 )  # fmt: skip
 def test_each_verdict_has_one_kind(verdict, reason, error, expected):
     assert kind(verdict, reason, error) == expected
+
+
+def test_a_log_of_another_task_is_refused_before_its_samples_are_read(tmp_path, monkeypatch):
+    [log] = inspect_eval(
+        Task(dataset=[Sample(input="2 + 2", target="4")], scorer=match()),
+        model="none",
+        log_dir=str(tmp_path),
+        display="none",
+    )
+
+    def parsed(file):
+        raise AssertionError(f"{file}'s samples were read")
+
+    monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parsed)
+    with pytest.raises(ReportError, match=r"not of one of heval_inspect's tasks: give only logs"):
+        build_report([str(tmp_path)])
 
 
 # ---------------------------------------------------------------------- real logs (sandbox)
