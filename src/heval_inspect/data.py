@@ -106,8 +106,9 @@ class ProblemFile:
         return f"{self.path.name}@{self.sha256[:12]}"
 
 
-def cache_dir() -> Path:
-    return Path(user_cache_dir("heval_inspect")) / "data"
+def cache_dir(kind: str = "data") -> Path:
+    """The package's folder of `kind` in the user's cache folder (downloads: "data")."""
+    return Path(user_cache_dir("heval_inspect")) / kind
 
 
 def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> list[dict]:

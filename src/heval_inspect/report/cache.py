@@ -19,11 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_cache_dir
-
-
-def cache_dir() -> Path:
-    return Path(user_cache_dir("heval_inspect")) / "report"
+from ..data import cache_dir
 
 
 def key(file: str, reader: str) -> dict[str, Any] | None:
@@ -77,4 +73,4 @@ def store(key: dict[str, Any] | None, table: dict[str, Any]) -> None:
 
 def _entry(key: dict[str, Any]) -> Path:
     # One entry per log path: a log read again replaces its old entry.
-    return cache_dir() / f"{hashlib.sha256(key['log'].encode()).hexdigest()[:32]}.json"
+    return cache_dir("report") / f"{hashlib.sha256(key['log'].encode()).hexdigest()[:32]}.json"

@@ -43,8 +43,8 @@ PACKAGE_TASKS = "heval_inspect/"
 # several processes (28 MiB of real logs, 8,652 samples: 7.0 s in two processes, 9.6 s in one).
 PARALLEL_BYTES = 8 << 20
 NO_MODEL = "none/none"
-# The code that makes a log's table of samples: a kept table made by other code is not used.
 T = TypeVar("T")
+# The code that makes a log's table of samples: a kept table made by other code is not used.
 READER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
@@ -177,7 +177,8 @@ def read_runs(paths: Iterable[str]) -> list[Run]:
     unread = [
         (file, key) for file, key, table in zip(files, keys, tables, strict=True) if table is None
     ]
-    read = iter(_map(_read_samples, unread, sum(_size(file) for file, _ in unread)))
+    size = sum(key["size"] for _, key in unread if key)  # remote logs count 0
+    read = iter(_map(_read_samples, unread, size))
     for (run, _), table in zip(pieces, tables, strict=True):
         run.samples = next(read) if table is None else Samples.from_table(table)
     groups: dict[tuple, list[tuple[Run, dict | None]]] = {}
@@ -198,13 +199,6 @@ def _map(function: Callable[..., T], arguments: list[tuple], size: int) -> list[
     method = "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
         return list(pool.map(function, *zip(*arguments, strict=True)))
-
-
-def _size(file: str) -> int:
-    try:
-        return Path(file).stat().st_size
-    except OSError:  # not a local file (s3://...)
-        return 0
 
 
 def run_name(log: EvalLog) -> str:
