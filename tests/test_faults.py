@@ -94,9 +94,9 @@ def test_no_docker_is_one_clear_error_before_any_sample_runs(
     assert calls == []  # no solver (so no model) was called
 
 
-def pool_containers() -> list[str]:
+def containers(prefix: str = "heval-pool-") -> list[str]:
     listing = subprocess.run(
-        ["docker", "ps", "-q", "--filter", "name=heval-pool-"],
+        ["docker", "ps", "-q", "--filter", f"name={prefix}"],
         capture_output=True,
         text=True,
         check=True,
@@ -104,19 +104,24 @@ def pool_containers() -> list[str]:
     return listing.stdout.split()
 
 
-class WhenAProgramStarts(threading.Thread):
-    """In the background: once a pool container runs a program that has started, run the docker
-    command `action(container)` on that container, once; `done` says whether it was done."""
+def pool_containers() -> list[str]:
+    return containers()
 
-    def __init__(self, action) -> None:
+
+class WhenAProgramStarts(threading.Thread):
+    """In the background: once a container (of the pool, or named with `prefix`) runs a program
+    that has started, run the docker command `action(container)` on that container, once;
+    `done` says whether it was done."""
+
+    def __init__(self, action, prefix: str = "heval-pool-") -> None:
         super().__init__(daemon=True)
-        self.action, self.done = action, False
+        self.action, self.prefix, self.done = action, prefix, False
         self.start()
 
     def run(self) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            for container in pool_containers():
+            for container in containers(self.prefix):
                 # As the programs' user: their scratch folders are theirs alone.
                 started = subprocess.run(
                     ["docker", "exec", "--user", "65534:65534", container,
@@ -163,11 +168,12 @@ def as_root(container: str, code: str) -> list[str]:
     return ["exec", "-d", "--user", "0:0", container, "python3", "-c", code]
 
 
-# Signals the pool's executor (`python3 -I -c SOURCE serve`).
+# Signals the executor (`python3 -I -c SOURCE [serve]`): the oldest process with its command line,
+# the others (its decoy and the program's warden) being its forks.
 SIGNAL_EXECUTOR = (
-    "import os\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n"
-    "    if open(f'/proc/{pid}/cmdline', 'rb').read().endswith(b'\\0serve\\0'):\n"
-    "        os.kill(int(pid), {signal})\n"
+    "import os\nexecutors = [int(pid) for pid in filter(str.isdigit, os.listdir('/proc'))\n"
+    "             if b'\\0-I\\0-c\\0' in open(f'/proc/{pid}/cmdline', 'rb').read()]\n"
+    "os.kill(min(executors), {signal})\n"
 )
 # A process of the programs' user that stays a zombie: its root parent never reaps it.
 UNREAPED_ZOMBIE = (
@@ -201,6 +207,26 @@ def test_a_lost_executor_gets_a_new_container_and_the_program_runs_again(
     replaced = {str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples}
     assert sorted(replaced.values(), key=str) == [1, None, None]
     assert set(pool_containers()) - others == set()
+
+
+def test_an_executor_lost_in_the_docker_sandbox_is_a_verdict_not_a_sample_error(tmp_path):
+    # Inspect's docker sandbox gives the sample a container of its own, removed with it: the
+    # program whose executor ended without a verdict is `timed out` there, and the run goes on.
+    code = SIGNAL_EXECUTOR.replace("{signal}", str(int(signal.SIGTERM)))
+    signaller = WhenAProgramStarts(lambda container: as_root(container, code), prefix="inspect-")
+    [log] = inspect_eval(
+        humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0]), sandbox="docker"),
+        model="none",
+        solver=reference(),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    signaller.join()
+    assert signaller.done
+    assert log.status == "success", log.error
+    assert scored_once(log) == {"slow/0": "timed out", "slow/1": "passed"}
+    [lost] = [s for s in log.samples if s.id == "slow/0"]
+    assert "executor ended" in lost.scores["unit_tests"].metadata["reason"]
 
 
 def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path, monkeypatch):

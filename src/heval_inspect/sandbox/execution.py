@@ -1,6 +1,7 @@
 """Running one program in the current sample's sandbox and reading the executor's verdict."""
 
 import json
+import logging
 import sys
 from dataclasses import dataclass
 from typing import TypeVar
@@ -11,22 +12,18 @@ from inspect_ai.util import SandboxEnvironment, sandbox
 from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
 
 from . import (
+    DEFAULT_MEMORY_MIB,
     DEFAULT_TIMEOUT,
     EXECUTOR_GRACE_SECONDS,
     EXECUTOR_SOURCE,
     EXECUTOR_USER,
     FILE_BYTES,
-    DEFAULT_MEMORY_MIB,
     WALL_CLOCK_FACTOR,
-    SandboxFailure,
 )
 from .pool import PoolSandboxEnvironment, executor_lost_verdict
 
 ST = TypeVar("ST", bound=SandboxEnvironment)
-
-# How `docker exec` reports a command killed by SIGKILL (128 + 9), as the kernel's out-of-memory
-# killer would end it.
-SIGKILL_EXIT_CODE = 137
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -82,18 +79,21 @@ async def execute(
             user=user,
         )
     except TimeoutError:
-        # The container is this sample's alone, so whatever kept its executor from answering
-        # began with the program: judged as the pool judges a lost executor.
-        return Execution(**executor_lost_verdict())
-    if result.returncode == SIGKILL_EXIT_CODE and not result.stdout:
-        return Execution(**executor_lost_verdict())
+        result = None
     try:
         return Execution(**json.loads(result.stdout))
-    except (json.JSONDecodeError, TypeError) as error:
-        raise SandboxFailure(
-            f"The sandbox's executor did not report a verdict (exit code {result.returncode}). "
-            f"stdout: {result.stdout[-1000:]!r} stderr: {result.stderr[-2000:]!r}"
-        ) from error
+    except (AttributeError, json.JSONDecodeError, TypeError):
+        # The container is this sample's alone (Inspect removes it with the sample), so whatever
+        # kept its executor from answering happened while the program ran: judged as the pool
+        # judges a lost executor, never a sample error, and said in the log.
+        ended = "did not answer in time" if result is None else f"exited {result.returncode}"
+        logger.warning(
+            "heval_inspect: the sandbox's executor %s without a verdict; the program is judged "
+            "'timed out'. stderr: %s",
+            ended,
+            "" if result is None else result.stderr[-2000:],
+        )
+        return Execution(**executor_lost_verdict())
 
 
 def _as(environment: SandboxEnvironment, kind: type[ST]) -> ST | None:
