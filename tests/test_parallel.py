@@ -1,6 +1,7 @@
 """`heval-inspect parallel`: shard processes with pools that share the cores. No sandbox needed."""
 
 import json
+import os
 import sys
 
 import pytest
@@ -70,3 +71,62 @@ def test_a_machine_runs_its_range_of_the_shards(tmp_path):
 def test_a_bad_range_is_refused(run, capsys):
     assert main(["parallel", "--shards", "8", "--run", run, "--", "true"]) == 1
     assert f"--run {run}: give the first and last shard" in capsys.readouterr().err
+
+
+def test_one_container_takes_the_compose_files_memory_and_open_files():
+    from heval_inspect.sandbox import COMPOSE_FILE
+    from heval_inspect.sandbox.pool import container_share
+
+    # compose.yaml: mem_limit 1792m; 64 processes of 256 open files each.
+    assert container_share(str(COMPOSE_FILE)) == {"memory": 1792 << 20, "files": 64 * 256}
+
+
+CONTAINER = {"memory": 1792 << 20, "files": 64 * 256}
+
+
+@pytest.mark.parametrize(
+    "cpus, memory, files, size",
+    [
+        (2, 24 << 30, 2_466_093, 2),  # this machine: one container per CPU
+        (64, 64 << 30, 6_000_000, 18),  # many CPUs: as many as half the memory holds
+        (8, 64 << 30, 100_000, 3),  # a small file table: as many as half of it holds
+        (4, 2 << 30, None, 1),  # at least one, whatever the machine
+        (4, None, None, 4),  # nothing known of the machine: one per CPU
+    ],
+)
+def test_a_pool_takes_at_most_half_the_machine(cpus, memory, files, size, monkeypatch):
+    from heval_inspect.sandbox.pool import pool_size
+
+    monkeypatch.delenv("HEVAL_POOL_SIZE", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: cpus)
+    assert pool_size(memory, files, CONTAINER) == size
+
+
+def test_a_pool_larger_than_half_the_machine_is_refused(monkeypatch):
+    from heval_inspect.sandbox.pool import pool_size
+
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "7")
+    with pytest.raises(ValueError, match=r"HEVAL_POOL_SIZE=7: .* use at most 6\."):
+        pool_size(24 << 30, 2_466_093, CONTAINER)
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "6")
+    assert pool_size(24 << 30, 2_466_093, CONTAINER) == 6
+
+
+def test_shards_together_get_no_more_containers_than_the_machine_holds(tmp_path, capsys):
+    from heval_inspect.sandbox import COMPOSE_FILE
+    from heval_inspect.sandbox.pool import (
+        container_share,
+        containers_the_machine_holds,
+        file_table,
+    )
+
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    most = containers_the_machine_holds(memory, file_table(), container_share(str(COMPOSE_FILE)))
+    code = main(
+        ["parallel", "--shards", "2", "--cores", "100000", "--",
+         sys.executable, "-c", RECORDER, str(tmp_path), "none"]
+    )  # fmt: skip
+    assert code == 0
+    pools = [int(json.loads(path.read_text())["pool"]) for path in tmp_path.iterdir()]
+    assert sum(pools) == max(most, 2)  # at least one container per shard
+    assert f"the shards share {most}" in capsys.readouterr().err

@@ -20,3 +20,7 @@ class DataError(PrerequisiteError):
 
 class DockerUnavailableError(PrerequisiteError):
     """No Docker engine answers, and the sandbox needs one."""
+
+
+class PoolSizeError(PrerequisiteError, ValueError):
+    """HEVAL_POOL_SIZE is not a number of containers this machine can hold."""

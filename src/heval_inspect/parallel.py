@@ -13,7 +13,13 @@ import shlex
 import subprocess
 import sys
 
-from .sandbox.pool import POOL_SIZE_ENV
+from .sandbox import COMPOSE_FILE
+from .sandbox.pool import (
+    POOL_SIZE_ENV,
+    container_share,
+    containers_the_machine_holds,
+    file_table,
+)
 
 
 def usable_cores() -> int:
@@ -65,6 +71,15 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
     if "--display" not in command and not any(a.startswith("--display=") for a in command):
         # n live displays in one terminal overwrite each other; the plain one prints lines.
         command = [*command, "--display", "plain"]
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    most = containers_the_machine_holds(memory, file_table(), container_share(str(COMPOSE_FILE)))
+    if cores > most:
+        print(
+            f"heval-inspect: {cores} containers could take more than half of this machine's "
+            f"memory or open-file table; the shards share {most}.",
+            file=sys.stderr,
+        )
+        cores = most
     sizes = pool_sizes(len(mine), cores)
     if len(mine) > cores:
         print(

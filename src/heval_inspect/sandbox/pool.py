@@ -20,8 +20,10 @@ import logging
 import os
 import shutil
 import uuid
+from pathlib import Path
 from typing import Any, ClassVar
 
+import yaml
 from inspect_ai.util import (
     ExecResult,
     SandboxEnvironment,
@@ -30,7 +32,7 @@ from inspect_ai.util import (
     sandboxenv,
 )
 
-from ..errors import DockerUnavailableError
+from ..errors import DockerUnavailableError, PoolSizeError
 from . import EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure
 
 logger = logging.getLogger(__name__)
@@ -179,15 +181,16 @@ class Pool:
         await _docker(*self.compose("down", "--timeout", "1"))
 
 
-async def _check_docker() -> None:
-    """Before any sample runs (so before any model is called): is there an engine to run on?"""
+async def _check_docker() -> int | None:
+    """Before any sample runs (so before any model is called): is there an engine to run on?
+    Its machine's memory, in bytes."""
     if shutil.which("docker") is None:
         raise DockerUnavailableError(
             "Docker is not installed, and the sandbox runs every program in a Docker container: "
             "install Docker Engine 24 or newer with the compose v2 plugin "
             "(https://docs.docker.com/engine/install/), then run the eval again."
         )
-    code, _, error = await _docker("info", "--format", "{{.ServerVersion}}")
+    code, memory, error = await _docker("info", "--format", "{{.MemTotal}}")
     if code != 0:
         raise DockerUnavailableError(
             "Docker is not running, and the sandbox runs every program in a Docker container: "
@@ -200,6 +203,7 @@ async def _check_docker() -> None:
             "The docker compose v2 plugin is missing (`docker compose version` fails): install "
             "it (https://docs.docker.com/compose/install/), then run the eval again."
         )
+    return int(memory) if memory.strip().isdigit() else None
 
 
 def executor_lost_verdict() -> dict:
@@ -216,13 +220,59 @@ def executor_lost_verdict() -> dict:
     }
 
 
-def pool_size() -> int:
+def containers_the_machine_holds(
+    machine_memory: int | None, file_table: int | None, container: dict
+) -> int:
+    """How many containers, each taking all it may (`container`: its memory, and the open files
+    of all its processes), hold at most half of the machine's memory and of its file table
+    together (at least one; one per CPU when nothing is known of the machine)."""
+    shares = [
+        (total // 2) // need
+        for total, need in ((machine_memory, container["memory"]), (file_table, container["files"]))
+        if total
+    ]
+    return max(1, min(shares, default=os.cpu_count() or 1))
+
+
+def pool_size(machine_memory: int | None, file_table: int | None, container: dict) -> int:
+    """How many containers the pool starts: HEVAL_POOL_SIZE, else one per CPU, and never more
+    than the machine holds (see `containers_the_machine_holds`): more than that on request is
+    refused, since the programs of one run could then starve the machine."""
+    most = containers_the_machine_holds(machine_memory, file_table, container)
     value = os.environ.get(POOL_SIZE_ENV)
     if value is None:
-        return os.cpu_count() or 1
+        return min(os.cpu_count() or 1, most)
     if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{POOL_SIZE_ENV} must be a whole number of containers, 1 or more.")
+        raise PoolSizeError(f"{POOL_SIZE_ENV} must be a whole number of containers, 1 or more.")
+    if int(value) > most:
+        raise PoolSizeError(
+            f"{POOL_SIZE_ENV}={value}: each sandbox container may take "
+            f"{container['memory'] >> 20} MiB of memory and hold {container['files']:,} open files, "
+            f"and {value} of them could take more than half of this machine's "
+            f"{(machine_memory or 0) >> 30} GiB of memory or {file_table or 0:,}-file table; "
+            f"use at most {most}."
+        )
     return int(value)
+
+
+def container_share(compose_file: str) -> dict:
+    """The most one container of the compose file's service can take from the machine."""
+    service = yaml.safe_load(Path(compose_file).read_text())["services"]["default"]
+    memory = service["mem_limit"]
+    multiplier = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(str(memory)[-1:].lower(), 1)
+    files = service["ulimits"]["nofile"]
+    return {
+        "memory": int(str(memory).rstrip("kKmMgG")) * multiplier,
+        "files": service["pids_limit"] * (files["hard"] if isinstance(files, dict) else files),
+    }
+
+
+def file_table() -> int | None:
+    """The machine's limit of open files (Linux; None elsewhere, where the engine runs in a VM)."""
+    try:
+        return int(Path("/proc/sys/fs/file-max").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 @sandboxenv(name="heval_pool")
@@ -237,10 +287,11 @@ class PoolSandboxEnvironment(SandboxEnvironment):
 
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
-        await _check_docker()
+        machine_memory = await _check_docker()
         if str(config) in cls.pools:
             return
-        pool = Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], str(config), pool_size())
+        size = pool_size(machine_memory, file_table(), container_share(str(config)))
+        pool = Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], str(config), size)
         cls.pools[str(config)] = pool
         await pool.start(EXECUTOR_SOURCE)
 

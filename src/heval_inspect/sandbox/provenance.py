@@ -13,7 +13,7 @@ from . import COMPOSE_FILE, EXECUTOR_SOURCE, FILE_BYTES, WALL_CLOCK_FACTOR
 
 # Compose's "${NAME:-default}": the variable if set and not empty, else the default.
 VARIABLE = re.compile(r"\$\{(\w+):-([^}]*)\}")
-CONTAINER_LIMITS = ("mem_limit", "memswap_limit", "cpus", "pids_limit", "tmpfs")
+CONTAINER_LIMITS = ("mem_limit", "memswap_limit", "cpus", "pids_limit", "ulimits", "tmpfs")
 
 
 def sandbox_provenance(kind: str) -> dict[str, Any]:
