@@ -246,9 +246,10 @@ def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path
     assert log.status == "success", log.error
     assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
     residues = {str(s.id): s.scores["unit_tests"].metadata.get("residue") for s in log.samples}
-    # Found after the first program (the container's pids counter: the planted process and its
-    # zombie); the next ones ran in the new container, clean.
-    assert residues == {"slow/0": {"processes": 2}, "slow/1": None, "slow/2": None}
+    # Found after the first program (the container's pids counter: the planted process, and its
+    # zombie once it has forked it); the next ones ran in the new container, clean.
+    assert set(residues["slow/0"]) == {"processes"} and residues["slow/0"]["processes"] >= 1
+    assert residues["slow/1"] is None and residues["slow/2"] is None
     replaced = {str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples}
     assert replaced == {"slow/0": 1, "slow/1": None, "slow/2": None}
     assert set(pool_containers()) - others == set()

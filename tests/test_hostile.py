@@ -4,10 +4,14 @@ Every case is a completion of HumanEval/0 (`has_close_elements`), so the program
 real one: prompt + completion + test + check. Code after the function body runs at module level,
 before the tests are defined: that is where a completion fakes success or attacks. Each case is
 followed, in the same container (one container for the pool, one sample at a time), by a probe
-that counts what is left in the container (processes, scratch entries, IPC objects, shared
-memory, the memory of the container's other processes) and then asks for 300 MiB, and by two
-control tasks answering the canonical solution: every probe must find the container as the
-first probe did, and every control must pass, so no case changes another sample's verdict.
+that counts what is left (the container's tasks as its pids cgroup counts them, zombies
+included, and the programs' user's processes; scratch entries; IPC objects; sockets; shared
+memory; the container's memory and that of its other processes; the machine's open files) and
+then asks for 300 MiB, and by two controls answering the canonical solution, the second in a
+program that starts threads and binds a port: every probe must find the container as the first
+probe did, and every control must pass, so no case changes another sample's verdict. No case
+may reach the executor (no executor lost, no container replaced), and the run, with Inspect's
+default fail-on-error, must end `success`.
 """
 
 import gzip
@@ -46,7 +50,7 @@ SYS_CLONE = {"x86_64": 56, "aarch64": 220}[platform.machine()]
 # The port the second control binds (no SO_REUSEADDR), which one case leaves in TIME_WAIT.
 CONTROL_PORT = 47113
 # Run by small processes: set its own oom_score_adj back to 0 if it can, then hold as much
-# memory as it can in the buffers of socket pairs, and wait.
+# memory as it can in the buffers of socket pairs (as large as the host lets them be), and wait.
 FILL_SOCKETS = (
     "import os, socket, time\n"
     "try:\n"
@@ -61,6 +65,10 @@ FILL_SOCKETS = (
     "    except OSError:\n"
     "        break\n"
     "    held.append((a, b))\n"
+    "    try:\n"
+    "        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)\n"
+    "    except OSError:\n"
+    "        pass\n"
     "    a.setblocking(False)\n"
     "    try:\n"
     "        while True:\n"
@@ -568,7 +576,9 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(sandbox, tmp_path
     }
     bound = TIMEOUT + 1 + WALL_SLACK_SECONDS if pooled else TIMEOUT * 10
     assert len(stretched) == 4 and max(stretched.values()) < bound, stretched
-    # The out-of-memory killer was reached (else the case proves nothing), and took the decoy.
+    # The out-of-memory killer was reached (else the case proves nothing), and took the decoy,
+    # not the executor (above). The case whose fillers start fresh interpreters reaches it in
+    # 0.5 to 1.6 s here, so near its 2 s that it may run out of time first.
     oom = scores["case/every process slot holds socket buffers"].metadata["reason"]
     assert oom.startswith("killed by the out-of-memory killer"), oom
     # Open files: what one container's programs could hold at once.

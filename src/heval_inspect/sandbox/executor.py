@@ -21,20 +21,22 @@ The processes in the container, and why each is there:
 
     executor   root, with only KILL, SETUID, SETGID, DAC_OVERRIDE and FOWNER; not dumpable
     ├─ decoy   root, oom_score_adj 1000, holding DECOY_BYTES: the out-of-memory killer's victim
-    └─ warden  root, one per program, a child subreaper
-       └─ program, and every process it leads to: user 65534 ("nobody"), no capability, nice 19
+    └─ warden  root, a child subreaper, for as long as the executor runs
+       └─ each program, and every process it leads to: user 65534 ("nobody"), no capability,
+          nice 19
 
 - The program cannot reach the processes that police it: they run as root, so it can neither
   signal, stop, trace, renice nor read them, and at nice 19 against their 0 it cannot starve them.
 - Every process the program leads to is the warden's, never the executor's: the warden is the
   program's parent, so a clone(CLONE_PARENT) makes a child of the warden, and as a child
   subreaper it inherits every orphan (double forks, new sessions). To end a program the warden
-  takes the identity real and saved uid WARDEN_UID, effective uid 65534, and calls kill(-1,
-  SIGKILL) once: that reaches every process of the programs' user and nothing else (not root's,
-  and a program cannot signal the warden back, having neither of its uids), and the kernel
-  delivers it to all of them at once: a process being forked meanwhile either gets it too or is
-  never created. The warden then reaps until it has no child left, and exits. So a program ends
-  with everything it started, zombies included, and the container's pids cgroup counter (the
+  takes real uid WARDEN_UID and effective uid 65534 (its saved uid stays 0, which gives it root
+  back afterwards) and calls kill(-1, SIGKILL) once: that reaches every process of the
+  programs' user and nothing else (not root's), a program cannot signal the warden meanwhile
+  (it has neither the warden's real nor its saved uid), and the kernel delivers the signal to
+  all of them at once: a process being forked meanwhile either gets it too or is never created.
+  The warden then reaps until it has no child left and says so. So a program ends with
+  everything it started, zombies included, and the container's pids cgroup counter (the
   kernel's own count, which no process can hide from) is checked to be back at its baseline.
 - A program can always set its own oom_score_adj back to 0, and the executor's cannot be lowered
   below 0, without CAP_SYS_RESOURCE (which some hosts cannot grant at all); and memory a program
@@ -47,9 +49,9 @@ The processes in the container, and why each is there:
   warden's included: work a program makes the executor do (reading its output, its report FIFO)
   counts against it, and reads of a few bytes wait for the next poll, so that work stays small.
 
-Each program runs in a process forked from this executor before it has run any program (as the
-reference harness forks its workers): forking an interpreter that has already started costs
-about a millisecond, where starting a new one costs tens. The program passes only if its
+Each program runs in a process forked from the warden, a copy of this executor made before it
+ran any program (as the reference harness forks its workers): forking an interpreter that has
+already started costs about a millisecond, where starting a new one costs tens. The program passes only if its
 harness reports, on a FIFO it opens by name only to report and with a per-run nonce, that `exec`
 of the whole program (tests included) returned normally: an early `exit(0)`, `os._exit(0)`,
 `raise SystemExit` or printing a success marker is a fail, as in the reference harness, whose
@@ -66,6 +68,7 @@ answer's `residue`; the pool replaces a container whose residue is not empty.
 
 import builtins
 import ctypes
+import gc
 import io
 import json
 import math
@@ -75,6 +78,7 @@ import secrets
 import select
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -170,11 +174,10 @@ REFERENCE_FRAME_DEPTH = 12
 # holds each program's scratch folder), POSIX shared memory and POSIX message queues.
 SCRATCH_AREAS = ("/tmp", "/dev/shm", "/dev/mqueue")
 SYSV_IPC_TABLES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
-# The container's sockets (its own network namespace), of every kind a program can open.
-SOCKET_TABLES = tuple(
-    f"/proc/net/{kind}"
-    for kind in ("tcp", "tcp6", "udp", "udp6", "udplite", "udplite6", "raw", "raw6", "unix")
-)
+# The container's sockets (its own network namespace): the kernel's count of every kind in use,
+# and TCP connections in TIME_WAIT. (Listing /proc/net/tcp instead walks the machine's whole
+# TCP table: milliseconds.)
+SOCKET_COUNTERS = (("sockets:", "used"), ("TCP:", "tw"))  # in /proc/net/sockstat
 # The container's CPU time used so far (cgroup v2, then v1).
 CGROUP_CPU = (
     ("/sys/fs/cgroup/cpu.stat", "usage_usec", 1e-6),
@@ -195,8 +198,8 @@ CGROUP_SHMEM = (
 # Programs run as "nobody", the user the image's Dockerfile names, at the lowest priority.
 PROGRAM_UID = PROGRAM_GID = 65534
 PROGRAM_NICE = 19
-# The warden's real and saved uid while it ends a program: no process of the container has it, so
-# with its effective uid 65534 the warden's kill(-1) reaches the programs' user only.
+# The warden's real uid while it ends a program: no process of the container has it, so with its
+# effective uid 65534 (and saved uid 0) the warden's kill(-1) reaches the programs' user only.
 WARDEN_UID = 65533
 # Memory the decoy holds, freed when the out-of-memory killer takes it: the executor's time to
 # end the program before the container runs out again.
@@ -321,64 +324,162 @@ def _execute(program: str, nonce: str, report, errors) -> bool:
     return False
 
 
-# ---- The warden: the program's parent, and the reaper of everything it leads to ---------------
+# ---- The warden: every program's parent, and the reaper of everything it leads to -------------
+
+# Between the executor and its warden, on a unix socket. The executor sends "R" + the length of a
+# JSON request (4 bytes) + the request, with the program's stdout and stderr pipes attached, and
+# "K" to end the program at once. The warden answers "S" + the program's pid once it has started
+# it, "E" + its main process's wait status and CPU seconds when that ends, and "D" + whether the
+# warden's own scheduling was changed meanwhile, once every process of the program is gone.
+STARTED, ENDED, DONE = struct.Struct(">i"), struct.Struct(">idd"), struct.Struct(">?")
+RECEIVE_BYTES = 1 << 16
 
 
-def _warden(request: dict, nonce: str, fds: dict[str, int], place) -> None:
-    """Start the program, tell the executor its pid ("S" + pid) and how its main process ended
-    ("E" + wait status, user and system CPU seconds), end every process of the program once its
-    main process has ended, the decoy has died (the container ran out of memory), or on SIGTERM
-    (the executor's order, or the executor's own end); reap until no child is left, and exit.
-    Never returns."""
+def _warden(control: socket.socket, place) -> None:
+    """The warden's life, from the executor's start to its end: start each program it is sent,
+    end every process of it once its main process has ended, the decoy has died (the container
+    ran out of memory) or the executor says so, reap them all, and say so. Never returns."""
     code = 1
     try:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        program = {"main": 0, "ending": False}
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1):
+            os.dup2(null, fd)  # the executor's request and answer streams are not the warden's
+        woken, wake = os.pipe()
+        os.set_blocking(wake, False)
+        signal.set_wakeup_fd(wake)  # every child's end wakes the select below
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        kept = sorted({control.fileno(), woken, wake})
+        for low, high in zip([2, *kept], [*kept, 65536], strict=True):
+            os.closerange(low + 1, high)
+        scheduling = os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)
+        program = {"main": 0, "ended": False, "ending": False, "decoy": []}
 
-        def end(signum=None, frame=None) -> None:
+        def end() -> None:
             program["ending"] = True
             place.end_programs(program["main"])
 
-        # Every child's end wakes the select below: it watches the decoy's end too, since the
-        # memory the decoy freed is all the time there is.
-        woken, wake = os.pipe()
-        os.set_blocking(wake, False)
-        signal.set_wakeup_fd(wake)
-        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-        signal.signal(signal.SIGTERM, end)
-        _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        program["main"] = main = os.fork()
-        if main == 0:
-            _program(request, nonce, fds, place)
-        status_fd = fds["warden"]
-        kept = sorted({status_fd, woken, wake, *place.out_of_memory_watch()})
-        for low, high in zip([2, *kept], [*kept, 65536]):
-            os.closerange(low + 1, high)  # only the program holds its output pipes
-        os.write(status_fd, b"S" + struct.pack(">i", main))
+        received, fds = b"", []
+        while True:
+            ready, _, _ = select.select([control, woken, *program["decoy"]], [], [])
+            if woken in ready:
+                os.read(woken, 4096)
+            if control in ready:
+                data, new_fds, _, _ = socket.recv_fds(control, RECEIVE_BYTES, 2)
+                if not data:  # the executor is gone: so is its program
+                    if program["main"]:
+                        end()
+                    break
+                received, fds = received + data, fds + new_fds
+                while received[:1] == b"K" or len(received) >= 5:
+                    if received[:1] == b"K":
+                        received = received[1:]
+                        if program["main"] and not program["ending"]:
+                            end()
+                        continue
+                    length = int.from_bytes(received[1:5], "big")
+                    if len(received) < 5 + length:
+                        break
+                    request = json.loads(received[5 : 5 + length])
+                    received = received[5 + length :]
+                    program.update(main=0, ended=False, ending=False)
+                    program["decoy"] = _end_watch(request["decoy"]) if request["decoy"] else []
+                    program["main"] = main = os.fork()
+                    if main == 0:
+                        outputs = dict(zip(("stdout", "stderr"), fds, strict=True))
+                        _program(request, request["nonce"], outputs, place)
+                    for fd in fds:
+                        os.close(fd)
+                    fds = []
+                    control.sendall(b"S" + STARTED.pack(main))
+            if program["decoy"] and program["decoy"][0] in ready and not program["ending"]:
+                end()  # the container ran out of memory: the decoy's memory is all the time left
+            while program["main"]:
+                try:
+                    pid, status, usage = os.wait4(-1, os.WNOHANG)
+                except ChildProcessError:
+                    if program["ended"]:  # every process of the program is gone
+                        changed = (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
+                        control.sendall(b"D" + DONE.pack(changed != scheduling))
+                        for fd in program["decoy"]:
+                            os.close(fd)
+                        program.update(main=0, decoy=[])
+                    break
+                if not pid:
+                    break
+                if pid == program["main"]:
+                    program["ended"] = True
+                    control.sendall(b"E" + ENDED.pack(status, usage.ru_utime, usage.ru_stime))
+                if pid == program["main"] or program["ending"]:
+                    end()  # again after every reaping: orphans of the killed come to the warden
         while True:
             try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
+                os.wait()
             except ChildProcessError:
                 break
-            if not pid:
-                ready, _, _ = select.select([woken, *place.out_of_memory_watch()], [], [])
-                if woken in ready:
-                    os.read(woken, 4096)
-                elif not program["ending"]:
-                    end()  # the decoy died
-                continue
-            if pid == main:
-                ended = struct.pack(">idd", status, usage.ru_utime, usage.ru_stime)
-                os.write(status_fd, b"E" + ended)
-            if pid == main or program["ending"]:
-                end()  # again after every reaping: orphans of the killed come to the warden
         code = 0
     finally:
         os._exit(code)
 
 
-STARTED = struct.calcsize(">i")
-ENDED = struct.calcsize(">idd")
+class Warden:
+    """The executor's handle on its warden: started once, and again if it is lost."""
+
+    def __init__(self, place) -> None:
+        self.place = place
+        self.start()
+
+    def start(self) -> None:
+        ours, its = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            _warden(its, self.place)
+        its.close()
+        self.pid, self.control, self.watch = pid, ours, _end_watch(pid)
+        self.received = b""
+
+    def run(self, request: dict, outputs: list[int]) -> None:
+        """Have the warden start a program: its request and its output pipes' write ends."""
+        payload = json.dumps(request).encode()
+        message = b"R" + len(payload).to_bytes(4, "big") + payload
+        sent = socket.send_fds(self.control, [message], outputs)
+        self.control.sendall(message[sent:])
+
+    def end(self) -> None:
+        self.control.sendall(b"K")
+
+    def messages(self) -> list[tuple[bytes, tuple]]:
+        """The warden's messages that have arrived whole."""
+        try:
+            self.received += self.control.recv(RECEIVE_BYTES, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            pass
+        found = []
+        while self.received:
+            kind = self.received[:1]
+            layout = {b"S": STARTED, b"E": ENDED, b"D": DONE}[kind]
+            if len(self.received) < 1 + layout.size:
+                break
+            found.append((kind, layout.unpack(self.received[1 : 1 + layout.size])))
+            self.received = self.received[1 + layout.size :]
+        return found
+
+    def lost(self) -> bool:
+        """Whether the warden has ended (it never does while its executor lives)."""
+        return bool(os.waitpid(self.pid, os.WNOHANG)[0])
+
+    def replace(self) -> None:
+        """A new warden, in place of one that ended or did not answer in time."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        self.control.close()
+        for fd in self.watch:
+            os.close(fd)
+        self.start()
 
 
 # ---- The decoy: the out-of-memory killer's first choice ----------------------------------------
@@ -400,6 +501,8 @@ class Decoy:
         if pid == 0:
             try:
                 _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+                os.closerange(3, ready_signal)  # the executor's pipes and sockets are not its
+                os.closerange(ready_signal + 1, 65536)
                 _write_proc("/proc/self/oom_score_adj", "1000")
                 held = b"\1" * DECOY_BYTES  # every page touched, so charged to the container
                 os.write(ready_signal, b"R")
@@ -505,8 +608,20 @@ def _entries(area: str) -> list[str]:
         return []
 
 
+def _sockets() -> int:
+    counts = {}
+    try:
+        with open("/proc/net/sockstat") as lines:
+            for line in lines:
+                name, *fields = line.split()
+                counts |= {(name, key): int(value) for key, value in zip(fields[::2], fields[1::2])}
+    except (OSError, ValueError):
+        return 0
+    return sum(counts.get(counter, 0) for counter in SOCKET_COUNTERS)
+
+
 def _table_rows(tables) -> int:
-    """Rows of /proc tables with a header line: System V IPC objects, sockets."""
+    """Rows of /proc tables with a header line: System V IPC objects."""
     rows = 0
     for table in tables:
         try:
@@ -535,15 +650,22 @@ class InContainer:
         self.kill = ctypes.CDLL(None).kill  # looked up now: ending programs allocates nothing
         self.decoy = Decoy()
         self.decoy.start()
-        # What the idle container holds (its init and main process, this executor, the decoy).
+        self.baseline: dict[str, float] = {}
+
+    def settle(self) -> None:
+        """Note what the idle container holds: its init and main process, this executor, the
+        decoy, the warden and the socket pair between them."""
         self.baseline = {
             "processes": self.tasks.read(),
-            "sockets": _table_rows(SOCKET_TABLES),
+            "sockets": _sockets(),
             "shared memory bytes": self.shmem.read(),
         }
 
     def prepare(self) -> None:
         self.decoy.ensure()
+
+    def decoy_pid(self) -> int:
+        return self.decoy.pid
 
     def out_of_memory_watch(self) -> list[int]:
         return self.decoy.watch
@@ -562,9 +684,14 @@ class InContainer:
 
     def end_programs(self, main: int) -> None:
         """In the warden: every process of the programs' user, at once (see the module's
-        docstring). Its identity cannot be taken back, and is not needed again."""
-        os.setresuid(WARDEN_UID, PROGRAM_UID, WARDEN_UID)
-        self.kill(-1, signal.SIGKILL)
+        docstring), under real uid WARDEN_UID and effective uid 65534; the saved uid 0 gives it
+        root back afterwards. A program, having neither its real nor its saved uid, cannot
+        signal it meanwhile."""
+        os.setresuid(WARDEN_UID, PROGRAM_UID, 0)
+        try:
+            self.kill(-1, signal.SIGKILL)
+        finally:
+            os.setresuid(0, 0, 0)
 
     def cpu_seconds(self, main: int | None) -> float:
         """CPU time used in the container so far: the program's processes and threads wherever
@@ -595,7 +722,7 @@ class InContainer:
         while True:
             found = {
                 "processes": self.tasks.read(),
-                "sockets": _table_rows(SOCKET_TABLES),
+                "sockets": _sockets(),
                 "shared memory bytes": self.shmem.read(),
             }
             excess = {what: max(0, int(found[what] - self.baseline[what])) for what in found}
@@ -613,8 +740,14 @@ class OnThisMachine:
     found of them (the warden's children, the program's session) is ended and only the scratch
     folder cleaned up; one reason why local execution is an unsafe opt-in."""
 
+    def settle(self) -> None:
+        pass
+
     def prepare(self) -> None:
         pass
+
+    def decoy_pid(self) -> int:
+        return 0
 
     def out_of_memory_watch(self) -> list[int]:
         return []
@@ -659,16 +792,16 @@ class OnThisMachine:
 
 
 class Run:
-    """One program: its warden started, watched (time, output, report, memory) until it and
+    """One program: started by the warden, watched (time, output, report, memory) until it and
     everything it led to are gone, the container cleaned up, and the verdict judged."""
 
-    def __init__(self, request: dict, place: InContainer | OnThisMachine) -> None:
+    def __init__(self, request: dict, place: InContainer | OnThisMachine, warden: Warden) -> None:
         names = secrets.token_hex(8)
         self.request = request | {
             "scratch": os.path.join(tempfile.gettempdir(), f"program-{names}"),
             "report": os.path.join(tempfile.gettempdir(), f"report-{names}"),
         }
-        self.place = place
+        self.place, self.warden = place, warden
         self.nonce = secrets.token_hex(16)
         os.mkfifo(self.request["report"])
         os.chmod(self.request["report"], 0o622)  # the program's user may write its report
@@ -691,26 +824,19 @@ class Run:
         self.ended_at: float | None = None
         self.ending: float | None = None
         self.alarmed = self.killed_for_time = self.out_of_memory = False
-        self.warden_status: int | None = None
-        self.messages = b""
+        self.done = self.warden_lost = self.warden_changed = False
         place.prepare()
         self.oom_kills_before = place.oom_kills()
         self.started = time.monotonic()
         self.cpu_before = place.cpu_seconds(None)
-        status_read, status_write = os.pipe()
-        fds = {name: write_end for name, (_, write_end) in self.output.items()}
-        self.warden = os.fork()
-        if self.warden == 0:
-            _warden(self.request, self.nonce, fds | {"warden": status_write}, place)
-        for fd in (*fds.values(), status_write):
+        writes = [write_end for _, write_end in self.output.values()]
+        warden.run(self.request | {"nonce": self.nonce, "decoy": place.decoy_pid()}, writes)
+        for fd in writes:
             os.close(fd)
-        os.set_blocking(status_read, False)
-        self.status_fd = status_read
-        self.warden_watch = _end_watch(self.warden)
 
     def watch(self) -> None:
-        """Until the warden is gone (it reaps everything of the program first) and the output
-        pipes are drained: the time limit, the out-of-memory killer, and reading what comes."""
+        """Until the warden says every process of the program is gone and the output pipes are
+        drained: the time limit, the out-of-memory killer, and reading what comes."""
         request = self.request
         deadline = self.started + request["wall_seconds"]
         drained_by = math.inf
@@ -730,22 +856,22 @@ class Run:
                     self._end(for_time=True)
             if now > deadline:
                 self._end(for_time=True)
-            if self.main_status is not None:
-                self._end(for_time=False)  # the warden ends the rest itself: this times it
             if self.place.out_of_memory():
                 self.out_of_memory = True
                 self._end(for_time=False)
-            if self.warden_status is None:
-                waited, status = os.waitpid(self.warden, os.WNOHANG)
-                if waited:
-                    self.warden_status, drained_by = status, now + DRAIN_SECONDS
-                elif self.ending is not None and now > self.ending + REAP_SECONDS:
-                    self._signal(self.warden, signal.SIGKILL)  # stuck: its residue tells
-            if self.warden_status is not None and (not self.streams or now > drained_by):
+            if not self.done and not self.warden_lost:
+                if self.warden.lost() or (
+                    self.ending is not None and now > self.ending + REAP_SECONDS
+                ):
+                    # Never seen: whatever it was, the container is suspect (see clean_up).
+                    self.warden_lost, drained_by = True, now + DRAIN_SECONDS
+                    self.warden.replace()
+            if (self.done or self.warden_lost) and (not self.streams or now > drained_by):
                 break
             self._read_ready()
-        self._read_messages()
-        for fd in [*self.streams, *self.report_fds, self.status_fd, *self.warden_watch]:
+            if self.done and drained_by == math.inf:
+                drained_by = time.monotonic() + DRAIN_SECONDS
+        for fd in [*self.streams, *self.report_fds]:
             os.close(fd)
 
     def _end(self, for_time: bool) -> None:
@@ -753,7 +879,8 @@ class Run:
         if self.ending is None:
             self.ending = time.monotonic()
             self.killed_for_time = for_time and self.main_status is None
-            self._signal(self.warden, signal.SIGTERM)
+            if self.main_status is None:
+                self.warden.end()
 
     @staticmethod
     def _signal(pid: int, number: int) -> None:
@@ -765,15 +892,11 @@ class Run:
     def _read_ready(self) -> None:
         """Wait up to a poll for something to read, and read it; pipes that last brought only a
         few bytes are read at this poll, not watched (see EAGER_READ_BYTES)."""
-        control = [
-            self.status_fd,
-            *self.warden_watch,
-            *self.place.out_of_memory_watch(),
-        ]
+        control = [self.warden.control, *self.warden.watch, *self.place.out_of_memory_watch()]
         readable = [*self.streams, self.report_fds[0]]
         watched = [fd for fd in readable if fd in self.eager and self._wanted(fd)]
         ready, _, _ = select.select(control + watched, [], [], POLL_SECONDS)
-        if self.status_fd in ready:
+        if self.warden.control in ready:
             self._read_messages()
         for fd in readable:
             if self._wanted(fd) and (fd in ready or fd not in self.eager):
@@ -806,21 +929,17 @@ class Run:
             self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
 
     def _read_messages(self) -> None:
-        """The warden's: its program's pid when it starts, its wait status and CPU when it ends."""
-        try:
-            self.messages += os.read(self.status_fd, 4096)
-        except BlockingIOError:
-            pass
-        while self.messages:
-            kind, size = self.messages[:1], STARTED if self.messages[:1] == b"S" else ENDED
-            if len(self.messages) < 1 + size:
-                break
-            body, self.messages = self.messages[1 : 1 + size], self.messages[1 + size :]
+        """The warden's: the program's pid when it starts, its main process's wait status and CPU
+        when that ends, and that every process of it is gone."""
+        for kind, values in self.warden.messages():
             if kind == b"S":
-                (self.main,) = struct.unpack(">i", body)
-            else:
-                self.main_status, user, system = struct.unpack(">idd", body)
+                (self.main,) = values
+            elif kind == b"E":
+                self.main_status, user, system = values
                 self.main_cpu, self.ended_at = user + system, time.monotonic()
+                self.ending = self.ending or self.ended_at  # the warden ends the rest itself
+            else:
+                self.done, (self.warden_changed,) = True, values
 
     def clean_up(self) -> dict[str, int]:
         """Remove what the program left, then check the container: what is left is residue."""
@@ -829,8 +948,12 @@ class Run:
             residue = self.place.residue(self.request["scratch"])
         except Exception as error:  # noqa: BLE001  (whatever failed, the container is suspect)
             residue = {f"cleanup failed ({type(error).__name__})": 1}
-        if self.warden_status != 0:
+        if self.warden_lost:
             residue["warden lost"] = 1
+        if self.warden_changed:
+            # A program reniced it in the moment it took the programs' user id to end them.
+            residue["warden's scheduling changed"] = 1
+            self.warden.replace()
         return {what: count for what, count in residue.items() if count}
 
     def verdict(self, residue: dict[str, int]) -> dict:
@@ -879,8 +1002,8 @@ class Run:
         }
 
 
-def run(request: dict, place: InContainer | OnThisMachine) -> dict:
-    program = Run(request, place)
+def run(request: dict, place: InContainer | OnThisMachine, warden: Warden) -> dict:
+    program = Run(request, place, warden)
     program.watch()
     return program.verdict(program.clean_up())
 
@@ -951,11 +1074,16 @@ def main() -> None:
     else:
         # It kills every process of the programs' user: outside a container, someone else's.
         sys.exit("executor.py runs only inside the sandbox container (or with `local`).")
+    # The objects that exist now stay where they are: the collector in the forked processes
+    # leaves them (and the pages they share with this one) alone.
+    gc.freeze()
+    warden = Warden(place)
+    place.settle()
     if "serve" in arguments:
         for line in sys.stdin:
-            print(json.dumps(run(json.loads(line), place)), flush=True)
+            print(json.dumps(run(json.loads(line), place, warden)), flush=True)
     else:
-        print(json.dumps(run(json.loads(sys.stdin.read()), place)), flush=True)
+        print(json.dumps(run(json.loads(sys.stdin.read()), place, warden)), flush=True)
 
 
 if __name__ == "__main__":
