@@ -322,8 +322,8 @@ def _altered(source: str, target: Path, change) -> str:
     [
         (lambda m: m["provenance"]["limits"].update(timeout_seconds=3.0),
          r"their time limits differ \(1 s and 3 s\)"),
-        (lambda m: m.update(task_comparability_version=2, full_task_version="2-A"),
-         r"task comparability versions differ \(1-A and 2-A"),
+        (lambda m: m.update(task_comparability_version=3, full_task_version="3-A"),
+         r"task comparability versions differ \(2-A and 3-A"),
         (lambda m: m["provenance"]["data_files"][0].update(sha256="0" * 64),
          r"problem files' SHA-256 checksums differ"),
     ],
@@ -354,7 +354,7 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert "Paired comparison" in run.stdout and "mutant (humaneval 1-A)" in run.stdout
+    assert "Paired comparison" in run.stdout and "mutant (humaneval 2-A)" in run.stdout
     names = {"report.md", "report.html", "results.csv", "differences.csv", "failures.csv",
              "gaps.csv"}  # fmt: skip
     assert names <= {p.name for p in out.iterdir()}

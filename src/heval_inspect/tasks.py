@@ -45,8 +45,8 @@ logger = logging.getLogger(__name__)
 # stop being comparable with earlier runs' (it is the log's `task_version`); the letter X when the
 # task's arguments change in a way that can break a user's command. CHANGELOG.md says what
 # changed. The infilling subsets' tasks share humaneval_infilling's version.
-HUMANEVAL_VERSION = "1-A"
-INFILLING_VERSION = "1-A"
+HUMANEVAL_VERSION = "2-A"
+INFILLING_VERSION = "2-A"
 
 # "pool": a few long-lived hardened containers (fast; see sandbox/pool.py); "docker": Inspect's
 # own sandbox, one compose project per sample. Both use the same compose file. "local": no
@@ -272,7 +272,7 @@ def humaneval_infilling(
         timeout: Seconds each program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
         memory_limit: MiB of address space for each process of a program (the reference has
-            no limit; at most the sandbox container's 1,536 MiB).
+            no limit; at most the 1,536 MiB the sandbox container leaves to programs).
         fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
@@ -383,7 +383,7 @@ def humaneval(
         timeout: Seconds each program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
         memory_limit: MiB of address space for each process of a program (the reference has
-            no limit; at most the sandbox container's 1,536 MiB).
+            no limit; at most the 1,536 MiB the sandbox container leaves to programs).
         fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
             (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
             codegemma, codestral, incoder), through a raw-completion provider such as
