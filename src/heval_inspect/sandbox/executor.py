@@ -51,14 +51,14 @@ The processes in the container, and why each is there:
 
 Each program runs in a process forked from the warden, a copy of this executor made before it
 ran any program (as the reference harness forks its workers): forking an interpreter that has
-already started costs about a millisecond, where starting a new one costs tens. The program passes only if its
-harness reports, on a FIFO it opens by name only to report and with a per-run nonce, that `exec`
-of the whole program (tests included) returned normally: an early `exit(0)`, `os._exit(0)`,
-`raise SystemExit` or printing a success marker is a fail, as in the reference harness, whose
-`exec` treats any BaseException as a failure, and whose verdict for a program that dies without
-reporting is "timed out". When several processes report (a program that forked and whose copies
-both reach the end), the first report counts, as the first entry of the reference's result list
-does.
+already started costs about a millisecond, where starting a new one costs tens. The program
+passes only if its harness reports, on a FIFO it opens by name only to report and with a
+per-run nonce, that `exec` of the whole program (tests included) returned normally: an early
+`exit(0)`, `os._exit(0)`, `raise SystemExit` or printing a success marker is a fail, as in the
+reference harness, whose `exec` treats any BaseException as a failure, and whose verdict for a
+program that dies without reporting is "timed out". When several processes report (a program
+that forked and whose copies both reach the end), the first report counts, as the first entry
+of the reference's result list does.
 
 After every program the scratch areas are emptied (however deep, unwritable or oddly named their
 trees) and System V IPC objects removed, and then the container is checked: processes, scratch
@@ -239,7 +239,8 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
 
     def report(body: bytes) -> None:
         body = body[: REPORT_BYTES - 2]
-        write(open_fd(report_path, os.O_WRONLY | os.O_NONBLOCK), len(body).to_bytes(2, "big") + body)
+        fifo = open_fd(report_path, os.O_WRONLY | os.O_NONBLOCK)
+        write(fifo, len(body).to_bytes(2, "big") + body)
 
     code = 1
     try:
@@ -859,13 +860,12 @@ class Run:
             if self.place.out_of_memory():
                 self.out_of_memory = True
                 self._end(for_time=False)
-            if not self.done and not self.warden_lost:
-                if self.warden.lost() or (
-                    self.ending is not None and now > self.ending + REAP_SECONDS
-                ):
-                    # Never seen: whatever it was, the container is suspect (see clean_up).
-                    self.warden_lost, drained_by = True, now + DRAIN_SECONDS
-                    self.warden.replace()
+            if not (self.done or self.warden_lost) and (
+                self.warden.lost() or (self.ending is not None and now > self.ending + REAP_SECONDS)
+            ):
+                # Never seen: whatever it was, the container is suspect (see clean_up).
+                self.warden_lost, drained_by = True, now + DRAIN_SECONDS
+                self.warden.replace()
             if (self.done or self.warden_lost) and (not self.streams or now > drained_by):
                 break
             self._read_ready()
