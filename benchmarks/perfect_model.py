@@ -11,7 +11,7 @@ the styles whose answers cannot show whether the middle ends its line (`natural_
     python benchmarks/perfect_model.py --limit 5     # the first 5 tasks of each subset
     python benchmarks/perfect_model.py --styles bare_fence --fim starcoder,codestral
 
-Needs a running Docker engine and the data in ../shared/data (or HEVAL_DATA_DIR).
+Needs a running Docker engine; the data from HEVAL_DATA_DIR, else the package's download.
 """
 
 import argparse
@@ -22,7 +22,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the perfect model lives with the tests
-os.environ.setdefault("HEVAL_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 
 from inspect_ai import eval as inspect_eval
 from inspect_ai import task_with

@@ -36,7 +36,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("HEVAL_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 
 import psutil  # noqa: E402  (Inspect's dependency)
 from inspect_ai import eval as inspect_eval  # noqa: E402

@@ -8,7 +8,8 @@ ten minutes here). Prints the verdict counts of each and every program whose ver
 
     python benchmarks/sandbox_agreement.py
 
-Needs the package, a running Docker engine and the data in ../shared/data (or HEVAL_DATA_DIR).
+Needs the package and a running Docker engine; the data from HEVAL_DATA_DIR, else the package's
+download.
 """
 
 import json
@@ -20,7 +21,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from throughput import DATA_DIR, ROOT, SEED, five_variants, problems
+from throughput import ROOT, SEED, five_variants, problems
 
 TASKS = {"multi_line": 60, "single_line": 30, "random_span": 30}
 
@@ -46,7 +47,7 @@ def main() -> None:
             [sys.executable, "-m", "inspect_ai", "eval", "heval_inspect/humaneval_infilling",
              "--model", "none", "--display", "none", "--log-dir", str(log_dir),
              "-T", f"subsets={','.join(TASKS)}", "-T", f"samples={samples}",
-             "-T", "partial=true", "-T", f"sandbox={sandbox}", "-T", f"data_dir={DATA_DIR}"],
+             "-T", "partial=true", "-T", f"sandbox={sandbox}"],
             cwd=ROOT,
             check=True,
         )  # fmt: skip

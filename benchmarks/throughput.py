@@ -31,8 +31,8 @@ time that no harness with a load-independent limit can go below.
     python benchmarks/throughput.py multiline5 [--busy] [--timeout 3] [--tasks 1000]
                                                [--reference-workers 4] [--shards n]
 
-Needs the package with its test extras, a running Docker engine and the data in ../shared/data
-(or HEVAL_DATA_DIR).
+Needs the package with its test extras and a running Docker engine; the data from HEVAL_DATA_DIR,
+else the package's download.
 """
 
 import argparse
@@ -48,7 +48,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = Path(os.environ.get("HEVAL_DATA_DIR", ROOT.parent / "shared" / "data"))
 SUBSETS = ["single_line", "multi_line", "random_span", "random_span_light"]
 MULTILINE_TASKS = 1000
 SEED = 2024
@@ -58,7 +57,7 @@ def problems(subsets: list[str]) -> list[dict]:
     from heval_inspect.data import SUBSETS as FILES
     from heval_inspect.data import load_official
 
-    return [record for name in subsets for record in load_official(FILES[name], DATA_DIR)]
+    return [record for name in subsets for record in load_official(FILES[name])]
 
 
 def workload(name: str, tasks: int | None = None) -> tuple[list[str], list[dict], list[dict]]:
@@ -199,8 +198,6 @@ def ours(
         f"timeout={timeout}",
         "-T",
         f"k={','.join(map(str, sorted({1, n})))}",
-        "-T",
-        f"data_dir={DATA_DIR}",
     ]
 
 

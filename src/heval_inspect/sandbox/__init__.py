@@ -1,6 +1,9 @@
 """Where programs run: the hardened compose file, the in-container executor and its limits."""
 
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 SANDBOX_DIR = Path(__file__).parent
 COMPOSE_FILE = SANDBOX_DIR / "compose.yaml"
@@ -26,6 +29,11 @@ EXECUTOR_GRACE_SECONDS = 10
 # Who the executor runs as in the container: root, with the few capabilities the compose file
 # grants, so that it can police the programs, which it runs as "nobody" (executor.py).
 EXECUTOR_USER = "0:0"
+
+
+def compose_service(compose_file: str | Path = COMPOSE_FILE) -> dict[str, Any]:
+    """The sandbox's service in a compose file, as written there."""
+    return yaml.safe_load(Path(compose_file).read_text())["services"]["default"]
 
 
 class SandboxFailure(RuntimeError):

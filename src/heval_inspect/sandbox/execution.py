@@ -78,22 +78,21 @@ async def execute(
             timeout=int(wall_seconds + EXECUTOR_GRACE_SECONDS),
             user=user,
         )
-    except TimeoutError:
-        result = None
-    try:
         return Execution(**json.loads(result.stdout))
-    except (AttributeError, json.JSONDecodeError, TypeError):
-        # The container is this sample's alone (Inspect removes it with the sample), so whatever
-        # kept its executor from answering happened while the program ran: judged as the pool
-        # judges a lost executor, never a sample error, and said in the log.
-        ended = "did not answer in time" if result is None else f"exited {result.returncode}"
-        logger.warning(
-            "heval_inspect: the sandbox's executor %s without a verdict; the program is judged "
-            "'timed out'. stderr: %s",
-            ended,
-            "" if result is None else result.stderr[-2000:],
-        )
-        return Execution(**executor_lost_verdict())
+    except TimeoutError:
+        ended, stderr = "did not answer in time", ""
+    except (json.JSONDecodeError, TypeError):
+        ended, stderr = f"exited {result.returncode}", result.stderr[-2000:]
+    # The container is this sample's alone (Inspect removes it with the sample), so whatever kept
+    # its executor from answering happened while the program ran: judged as the pool judges a
+    # lost executor, never a sample error, and said in the log.
+    logger.warning(
+        "heval_inspect: the sandbox's executor %s without a verdict; the program is judged "
+        "'timed out'. stderr: %s",
+        ended,
+        stderr,
+    )
+    return Execution(**executor_lost_verdict())
 
 
 def _as(environment: SandboxEnvironment, kind: type[ST]) -> ST | None:

@@ -662,9 +662,6 @@ class InContainer:
             "shared memory bytes": self.shmem.read(),
         }
 
-    def prepare(self) -> None:
-        self.decoy.ensure()
-
     def decoy_pid(self) -> int:
         return self.decoy.pid
 
@@ -742,9 +739,6 @@ class OnThisMachine:
     folder cleaned up; one reason why local execution is an unsafe opt-in."""
 
     def settle(self) -> None:
-        pass
-
-    def prepare(self) -> None:
         pass
 
     def decoy_pid(self) -> int:
@@ -826,7 +820,6 @@ class Run:
         self.ending: float | None = None
         self.alarmed = self.killed_for_time = self.out_of_memory = False
         self.done = self.warden_lost = self.warden_changed = False
-        place.prepare()
         self.oom_kills_before = place.oom_kills()
         self.started = time.monotonic()
         self.cpu_before = place.cpu_seconds(None)

@@ -23,7 +23,6 @@ import uuid
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
 from inspect_ai.util import (
     ExecResult,
     SandboxEnvironment,
@@ -33,7 +32,7 @@ from inspect_ai.util import (
 )
 
 from ..errors import DockerUnavailableError, PoolSizeError
-from . import EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure
+from . import EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure, compose_service
 
 logger = logging.getLogger(__name__)
 
@@ -247,8 +246,8 @@ def pool_size(machine_memory: int | None, file_table: int | None, container: dic
     if int(value) > most:
         raise PoolSizeError(
             f"{POOL_SIZE_ENV}={value}: each sandbox container may take "
-            f"{container['memory'] >> 20} MiB of memory and hold {container['files']:,} open files, "
-            f"and {value} of them could take more than half of this machine's "
+            f"{container['memory'] >> 20} MiB of memory and hold {container['files']:,} open "
+            f"files, and {value} of them could take more than half of this machine's "
             f"{(machine_memory or 0) >> 30} GiB of memory or {file_table or 0:,}-file table; "
             f"use at most {most}."
         )
@@ -257,7 +256,7 @@ def pool_size(machine_memory: int | None, file_table: int | None, container: dic
 
 def container_share(compose_file: str) -> dict:
     """The most one container of the compose file's service can take from the machine."""
-    service = yaml.safe_load(Path(compose_file).read_text())["services"]["default"]
+    service = compose_service(compose_file)
     memory = service["mem_limit"]
     multiplier = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(str(memory)[-1:].lower(), 1)
     files = service["ulimits"]["nofile"]

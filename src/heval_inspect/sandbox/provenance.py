@@ -7,9 +7,7 @@ import re
 import sys
 from typing import Any
 
-import yaml
-
-from . import COMPOSE_FILE, EXECUTOR_SOURCE, FILE_BYTES, WALL_CLOCK_FACTOR
+from . import COMPOSE_FILE, EXECUTOR_SOURCE, FILE_BYTES, WALL_CLOCK_FACTOR, compose_service
 
 # Compose's "${NAME:-default}": the variable if set and not empty, else the default.
 VARIABLE = re.compile(r"\$\{(\w+):-([^}]*)\}")
@@ -18,7 +16,7 @@ CONTAINER_LIMITS = ("mem_limit", "memswap_limit", "cpus", "pids_limit", "ulimits
 
 def sandbox_provenance(kind: str) -> dict[str, Any]:
     """The sandbox of a run as far as it is known before it starts (the image ids come later)."""
-    service = _service()
+    service = compose_service()
     facts: dict[str, Any] = {
         "kind": kind,
         "executor_sha256": hashlib.sha256(EXECUTOR_SOURCE.encode()).hexdigest(),
@@ -45,7 +43,7 @@ def limits(kind: str, timeout: float, memory_limit: int) -> dict[str, Any]:
         "file_bytes": FILE_BYTES,
     }
     if kind != "local":
-        service = _service()
+        service = compose_service()
         facts["container"] = {key: service[key] for key in CONTAINER_LIMITS if key in service}
     return facts
 
@@ -76,10 +74,6 @@ async def _image_id(image: str) -> str | None:
     if process.returncode != 0:
         return None
     return stdout.decode().strip() or None
-
-
-def _service() -> dict[str, Any]:
-    return yaml.safe_load(COMPOSE_FILE.read_text())["services"]["default"]
 
 
 def _value(match: re.Match) -> str:
