@@ -5,10 +5,6 @@ from pathlib import Path
 
 import pytest
 
-# The official files as published (never committed here): a folder with openai's data folders,
-# human-eval-infilling/ (the four subsets and the reference's example files) and human-eval/.
-OFFICIAL_DATA = Path(os.environ.get("HEVAL_DATA_DIR", "")).resolve()
-INFILLING_DATA = OFFICIAL_DATA / "human-eval-infilling"
 # The browser the viewer test drives: the system's Chromium (Debian's `chromium` package).
 CHROMIUM = os.environ.get("HEVAL_CHROMIUM") or shutil.which("chromium") or "chromium"
 
@@ -42,17 +38,6 @@ def _require_browser() -> None:
             f"Tests marked 'browser' need {missing}: install Debian's chromium "
             "(`apt-get install chromium`, or set HEVAL_CHROMIUM to a Chromium binary) and the "
             "test extras, or deselect them with -m 'not browser'."
-        )
-
-
-def pytest_configure(config):
-    # Every test reads the official files from HEVAL_DATA_DIR, as users' runs do when it is set.
-    examples = INFILLING_DATA / "example_problem.jsonl"
-    if not os.environ.get("HEVAL_DATA_DIR") or not examples.is_file():
-        raise pytest.UsageError(
-            "The tests need HEVAL_DATA_DIR: a folder holding the data folders of "
-            "openai/human-eval-infilling (as human-eval-infilling/, with its example files) and "
-            "openai/human-eval (as human-eval/), as published."
         )
 
 

@@ -7,10 +7,17 @@ import threading
 
 import pytest
 
-from heval_inspect.data import HUMANEVAL, SUBSETS, DataError, load_official, read_problems
+from heval_inspect.data import (
+    EXAMPLE_PROBLEMS,
+    HUMANEVAL,
+    OFFICIAL_FILES,
+    SUBSETS,
+    DataError,
+    load_official,
+    official_path,
+    read_problems,
+)
 from heval_inspect.tasks import problem_id
-
-from .conftest import INFILLING_DATA, OFFICIAL_DATA
 
 EXPECTED_COUNTS = {
     "single_line": 1033,
@@ -34,7 +41,7 @@ def test_humaneval_loads_164_problems():
 
 
 def test_a_flat_folder_of_files_is_accepted(tmp_path):
-    shutil.copy(OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz", tmp_path)
+    shutil.copy(official_path(HUMANEVAL), tmp_path)
     assert len(load_official(HUMANEVAL, tmp_path)) == 164
 
 
@@ -44,14 +51,14 @@ def test_missing_file_names_the_file_and_the_fix(tmp_path):
 
 
 def test_truncated_file_is_rejected_by_checksum(tmp_path):
-    source = INFILLING_DATA / SUBSETS["single_line"].filename
+    source = official_path(SUBSETS["single_line"])
     (tmp_path / source.name).write_bytes(source.read_bytes()[:5000])
     with pytest.raises(DataError, match=r"SingleLineInfilling.*not the published"):
         load_official(SUBSETS["single_line"], tmp_path)
 
 
 def test_altered_file_is_rejected_by_checksum(tmp_path):
-    records = gzip.decompress((OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz").read_bytes())
+    records = gzip.decompress(official_path(HUMANEVAL).read_bytes())
     (tmp_path / "HumanEval.jsonl.gz").write_bytes(gzip.compress(records.replace(b"==", b"!=", 1)))
     with pytest.raises(DataError, match="altered or truncated"):
         load_official(HUMANEVAL, tmp_path)
@@ -71,14 +78,17 @@ def serve(directory):
 
 
 @pytest.fixture
-def mirror():
+def mirror(tmp_path):
     """A mirror laid out like HEVAL_DATA_DIR: a folder per upstream repository."""
-    with serve(OFFICIAL_DATA) as url:
+    for file in OFFICIAL_FILES:
+        (tmp_path / "mirror" / file.folder).mkdir(parents=True, exist_ok=True)
+        shutil.copy(official_path(file), tmp_path / "mirror" / file.folder)
+    with serve(tmp_path / "mirror") as url:
         yield url
 
 
 def test_download_is_verified_and_cached(monkeypatch, tmp_path, mirror):
-    monkeypatch.delenv("HEVAL_DATA_DIR")
+    monkeypatch.delenv("HEVAL_DATA_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv("HEVAL_DATA_URL", mirror)
     assert len(load_official(SUBSETS["random_span_light"])) == 164
@@ -93,7 +103,7 @@ def test_download_with_wrong_checksum_caches_nothing(monkeypatch, tmp_path):
     served = tmp_path / "served" / "human-eval"
     served.mkdir(parents=True)
     (served / "HumanEval.jsonl.gz").write_bytes(b"not the data")
-    monkeypatch.delenv("HEVAL_DATA_DIR")
+    monkeypatch.delenv("HEVAL_DATA_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with serve(served.parent) as url:
         monkeypatch.setenv("HEVAL_DATA_URL", url)
@@ -103,7 +113,7 @@ def test_download_with_wrong_checksum_caches_nothing(monkeypatch, tmp_path):
 
 
 def test_unreachable_download_says_how_to_work_offline(monkeypatch, tmp_path):
-    monkeypatch.delenv("HEVAL_DATA_DIR")
+    monkeypatch.delenv("HEVAL_DATA_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv("HEVAL_DATA_URL", "http://127.0.0.1:9")
     with pytest.raises(DataError, match="data_dir=FOLDER"):
@@ -111,7 +121,7 @@ def test_unreachable_download_says_how_to_work_offline(monkeypatch, tmp_path):
 
 
 def test_any_problem_file_in_the_reference_format_loads():
-    records = read_problems(INFILLING_DATA / "example_problem.jsonl")
+    records = read_problems(official_path(EXAMPLE_PROBLEMS))
     assert [r["task_id"] for r in records] == ["test/0"]
 
 

@@ -5,14 +5,15 @@ import json
 import pytest
 from inspect_ai import eval as inspect_eval
 
-from heval_inspect.data import DataError, read_completions
+from heval_inspect.data import (
+    EXAMPLE_PROBLEMS,
+    EXAMPLE_SAMPLES,
+    DataError,
+    official_path,
+    read_completions,
+)
 from heval_inspect.export import export_results
 from heval_inspect.tasks import humaneval, humaneval_infilling
-
-from .conftest import INFILLING_DATA
-
-EXAMPLE_PROBLEMS = str(INFILLING_DATA / "example_problem.jsonl")
-EXAMPLE_SAMPLES = str(INFILLING_DATA / "example_samples.jsonl")
 
 
 def write_rows(path, rows):
@@ -21,7 +22,7 @@ def write_rows(path, rows):
 
 
 def test_completion_file_groups_rows_by_task_in_order():
-    completions = read_completions(EXAMPLE_SAMPLES)
+    completions = read_completions(official_path(EXAMPLE_SAMPLES))
     assert list(completions) == ["test/0"] and len(completions["test/0"]) == 10
     assert completions["test/0"][7] == "    return "
 
@@ -67,8 +68,9 @@ def test_uneven_completion_counts_score_the_first_of_each(tmp_path, caplog):
 
 @pytest.mark.docker
 def test_reference_example_replayed_and_exported_as_the_reference_does(tmp_path):
+    problems, samples = str(official_path(EXAMPLE_PROBLEMS)), str(official_path(EXAMPLE_SAMPLES))
     [log] = inspect_eval(
-        humaneval_infilling(problem_file=EXAMPLE_PROBLEMS, samples=EXAMPLE_SAMPLES, k="1,10"),
+        humaneval_infilling(problem_file=problems, samples=samples, k="1,10"),
         model="none",
         log_dir=str(tmp_path),
         display="none",
@@ -82,7 +84,7 @@ def test_reference_example_replayed_and_exported_as_the_reference_does(tmp_path)
     out = export_results(log.location, out=str(tmp_path / "example_samples.jsonl_results.jsonl"))
     with open(out) as lines:
         results = [json.loads(line) for line in lines]
-    with open(EXAMPLE_SAMPLES) as lines:
+    with open(samples) as lines:
         inputs = [json.loads(line) for line in lines]
     assert [{k: r[k] for k in ("task_id", "completion")} for r in results] == inputs
     assert [r["passed"] for r in results] == [False] * 7 + [True] * 3

@@ -6,13 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from inspect_ai import eval as inspect_eval
 
+from heval_inspect.data import EXAMPLE_PROBLEMS, EXAMPLE_SAMPLES, official_path
 from heval_inspect.solvers import reference, replay
 from heval_inspect.tasks import (
     humaneval,
     humaneval_infilling,
 )
-
-from .conftest import INFILLING_DATA
 
 pytestmark = pytest.mark.docker
 
@@ -58,10 +57,10 @@ def test_reference_example_passes_exactly_the_three_the_reference_passes(
     (tmp_path / "tmp" / "keep").write_text("host file")
     log = run(
         humaneval_infilling(
-            problem_file=str(INFILLING_DATA / "example_problem.jsonl"), sandbox=sandbox
+            problem_file=str(official_path(EXAMPLE_PROBLEMS)), sandbox=sandbox
         ),
         tmp_path,
-        solver=replay(str(INFILLING_DATA / "example_samples.jsonl")),
+        solver=replay(str(official_path(EXAMPLE_SAMPLES))),
         epochs=10,
     )
     by_epoch = {epoch: verdict for (_, epoch), verdict in verdicts(log).items()}
@@ -70,7 +69,7 @@ def test_reference_example_passes_exactly_the_three_the_reference_passes(
     assert passed == [8, 9, 10]
     # Every result string is the reference harness's own for the same completion.
     assert [by_epoch[epoch] for epoch in range(1, 11)] == reference_results(
-        INFILLING_DATA / "example_problem.jsonl", INFILLING_DATA / "example_samples.jsonl"
+        official_path(EXAMPLE_PROBLEMS), official_path(EXAMPLE_SAMPLES)
     )
     assert (tmp_path / "tmp" / "keep").read_text() == "host file"
 

@@ -9,11 +9,10 @@ import pytest
 from inspect_ai._util.registry import registry_lookup
 
 import heval_inspect  # noqa: F401  (registers the package's tasks)
+from heval_inspect.data import EXAMPLE_PROBLEMS, official_path
 from heval_inspect.errors import TaskArgumentError
 from heval_inspect.shard import Shard, parse_shard, split
 from heval_inspect.tasks import humaneval, humaneval_infilling, problem_id
-
-from .conftest import INFILLING_DATA
 
 
 def problem_of(sample) -> str:
@@ -133,7 +132,7 @@ def test_bad_shard_values_are_refused_saying_what_to_give(value, message):
 
 
 def test_more_shards_than_problems_is_refused():
-    example = str(INFILLING_DATA / "example_problem.jsonl")
+    example = str(official_path(EXAMPLE_PROBLEMS))
     with pytest.raises(TaskArgumentError, match=r"has only 1 HumanEval problem.*at most 1 shard"):
         humaneval_infilling(problem_file=example, shard="2/2")
 
