@@ -8,6 +8,8 @@ use, so a run never scores against a truncated or altered benchmark.
 The tasks keep the problems they loaded in this process (`remember`), and their samples point at
 them by file and task id (`problem_for`): a problem's texts are in each sample's input and in its
 score's program already, and Inspect writes a sample's metadata into the log several times over.
+A process that did not load the task (`inspect score` re-scoring a log) loads the official file
+a sample names again, checked against the checksum the sample carries.
 """
 
 import gzip
@@ -44,7 +46,7 @@ class OfficialFile:
     folder: str  # the upstream repository's name, also the folder in a local copy
     filename: str
     sha256: str
-    records: int
+    records: int | None  # problems in the file; None for a file that is not a problem file
     commit: str
 
     @property
@@ -55,7 +57,7 @@ class OfficialFile:
         return f"{RAW_GITHUB}/openai/{self.folder}/{self.commit}/data/{self.filename}"
 
 
-def _infilling(filename: str, sha256: str, records: int) -> OfficialFile:
+def _infilling(filename: str, sha256: str, records: int | None) -> OfficialFile:
     return OfficialFile("human-eval-infilling", filename, sha256, records, INFILLING_COMMIT)
 
 
@@ -91,6 +93,20 @@ SUBSETS: dict[str, OfficialFile] = {
     ),
 }
 
+# The reference harness's worked example (its README expects pass@1 0.3 and pass@10 1.0): one
+# problem and ten completions of it, published beside the subsets.
+EXAMPLE_PROBLEMS = _infilling(
+    "example_problem.jsonl",
+    "f066a37097c9bc7fb19a8bcb736cbfbc19e42cb0597766066e75ec6b1187ee9c",
+    1,
+)
+EXAMPLE_SAMPLES = _infilling(
+    "example_samples.jsonl",
+    "2027662d6b42135bc862c277b061123ff30edf1982eb82d61fc02a0d058417f1",
+    None,
+)
+OFFICIAL_FILES = (HUMANEVAL, *SUBSETS.values(), EXAMPLE_PROBLEMS, EXAMPLE_SAMPLES)
+
 
 @dataclass(frozen=True)
 class ProblemFile:
@@ -117,28 +133,42 @@ def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> lis
 
 
 def open_official(file: OfficialFile, data_dir: str | Path | None = None) -> ProblemFile:
-    """An official file, from a local folder or the download cache, verified."""
+    """An official problem file, from a local folder or the download cache, verified."""
+    path = official_path(file, data_dir)
+    records = read_problems(path)
+    if len(records) != file.records:
+        raise DataError(
+            f"{path} holds {len(records)} problems, not {file.records}; {_how_to_fix(file, path)}."
+        )
+    return ProblemFile(path.resolve(), file.sha256, records)
+
+
+def official_path(file: OfficialFile, data_dir: str | Path | None = None) -> Path:
+    """Where an official file is, checked against its published SHA-256: in the local folder
+    (`data_dir`, else $HEVAL_DATA_DIR) if one is given, else in the download cache (downloaded
+    on first use)."""
     local = data_dir or os.environ.get(DATA_DIR_ENV)
     if local:
         path = _find_local(file, Path(local).expanduser())
-        how_to_fix = (
-            f"replace it with the official file ({file.url}), or drop the data_dir argument and "
-            f"{DATA_DIR_ENV} to let heval_inspect download it"
-        )
     else:
         path = cache_dir() / file.folder / file.filename
         if not path.exists() or sha256_of(path) != file.sha256:
             _download(file, path)
-        how_to_fix = f"delete {path} to download it again"
     if (digest := sha256_of(path)) != file.sha256:
         raise DataError(
             f"{path} has SHA-256 {digest}, not the published {file.sha256}: the file is altered "
-            f"or truncated; {how_to_fix}."
+            f"or truncated; {_how_to_fix(file, path)}."
         )
-    records = read_problems(path)
-    if len(records) != file.records:
-        raise DataError(f"{path} holds {len(records)} problems, not {file.records}; {how_to_fix}.")
-    return ProblemFile(path.resolve(), digest, records)
+    return path
+
+
+def _how_to_fix(file: OfficialFile, path: Path) -> str:
+    if path.is_relative_to(cache_dir()):
+        return f"delete {path} to download it again"
+    return (
+        f"replace it with the official file ({file.url}), or drop the data_dir argument and "
+        f"{DATA_DIR_ENV} to let heval_inspect download it"
+    )
 
 
 def open_problems(path: str | Path) -> ProblemFile:
@@ -223,21 +253,51 @@ def remember(problems: ProblemFile) -> ProblemFile:
 def problem_for(task_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
     """The problem a sample asks: its `prompt`, `suffix`, `test` and `entry_point`.
 
-    Samples of this package's tasks name their problem file in metadata["source"]; a sample of
-    another dataset can carry the problem's fields in its metadata instead.
+    Samples of this package's tasks name their problem file in metadata["source"] (its name and
+    the start of its SHA-256); a sample of another dataset can carry the problem's fields in its
+    metadata instead. A process that has not loaded that file (`inspect score`) loads it now if
+    it is an official one (from $HEVAL_DATA_DIR or the download cache, as the tasks do).
     """
     if "test" in metadata:
         return {"suffix": "", **metadata}
     source = metadata.get("source")
-    record = _REMEMBERED.get((source, task_id)) if source else None
-    if record is None:
+    if not source:
         raise DataError(
-            f"The problem of sample {task_id} ({source or 'no source in its metadata'}) was not "
-            f"loaded in this process: heval_inspect's solvers and scorer work inside the "
-            f"package's tasks (inspect eval, inspect eval-retry), or on samples whose metadata "
-            f"holds prompt, suffix, test and entry_point."
+            f"Sample {task_id} names no problem file (no `source` in its metadata): "
+            f"heval_inspect's solvers and scorer work on the package's tasks, or on samples "
+            f"whose metadata holds prompt, suffix, test and entry_point."
+        )
+    if (source, task_id) not in _REMEMBERED:
+        _load_official(source)
+    record = _REMEMBERED.get((source, task_id))
+    if record is None:
+        if any(each == source for each, _ in _REMEMBERED):
+            raise DataError(f"{source} holds no problem {task_id}.")
+        name = source.partition("@")[0]
+        namesakes = sorted({each for each, _ in _REMEMBERED if each.partition("@")[0] == name})
+        other = f" ({', '.join(namesakes)} is loaded: another file)" if namesakes else ""
+        raise DataError(
+            f"The problem of sample {task_id} comes from {source}, which is not loaded in this "
+            f"process{other}. To re-score a log of your own problem file with `inspect score`, "
+            f"name that very file: --scorer heval_inspect/unit_tests -S problem_file=PATH."
         )
     return record
+
+
+def _load_official(source: str) -> None:
+    """Load the official problem file a sample's `source` names, if it is one, once its
+    checksum is the one the sample was made from."""
+    name, _, digest = source.partition("@")
+    for file in OFFICIAL_FILES:
+        if file.filename != name or file.records is None:
+            continue
+        if not digest or not file.sha256.startswith(digest):
+            raise DataError(
+                f"These samples were made from {source}, not from the published {name} "
+                f"(SHA-256 {file.sha256[:12]}...) that this version of heval_inspect scores: "
+                f"re-score them with the heval_inspect version that made them."
+            )
+        remember(open_official(file))
 
 
 def _find_local(file: OfficialFile, folder: Path) -> Path:

@@ -3,12 +3,12 @@
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
-from .data import problem_for
-from .errors import TaskArgumentError
+from .arguments import check_memory_limit, check_path, check_timeout
+from .data import open_problems, problem_for, remember
 from .explanation import explain, fenced
 from .extract import middle_from_chat
 from .metrics import humaneval_metrics
-from .sandbox import CONTAINER_MEMORY_MIB, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
+from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .sandbox.execution import execute
 from .solvers import MIDDLE
 
@@ -22,25 +22,27 @@ def assemble_program(prompt: str, middle: str, suffix: str, test: str, entry_poi
     return prompt + middle + suffix + "\n" + test + "\n" + f"check({entry_point})"
 
 
-# Below this, Python itself cannot start in the sandbox.
-MIN_MEMORY_MIB = 64
-
-
 @scorer(metrics=[humaneval_metrics()])
-def unit_tests(timeout: float = DEFAULT_TIMEOUT, memory_limit: int = DEFAULT_MEMORY_MIB) -> Scorer:
+def unit_tests(
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_limit: int = DEFAULT_MEMORY_MIB,
+    problem_file: str | None = None,
+) -> Scorer:
     """Run HumanEval's unit tests on prompt + middle + suffix in the sandbox.
 
     Args:
         timeout: Seconds the program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
         memory_limit: MiB of address space for each of the program's processes.
+        problem_file: For re-scoring a log (`inspect score`) of a task that ran on a problem
+            file of the user's own (-T problem_file): that file, which must be the very one
+            the samples were made from. The official files are found without it.
     """
-    if not MIN_MEMORY_MIB <= memory_limit <= CONTAINER_MEMORY_MIB:
-        raise TaskArgumentError(
-            f"memory_limit={memory_limit} is out of range: give MiB from {MIN_MEMORY_MIB} (the "
-            f"interpreter's own needs) to {CONTAINER_MEMORY_MIB} (what the sandbox container "
-            f"leaves to programs); the default is {DEFAULT_MEMORY_MIB}."
-        )
+    check_timeout(timeout)
+    check_memory_limit(memory_limit)
+    if problem_file is not None:
+        check_path("problem_file", problem_file)
+        remember(open_problems(problem_file))
 
     async def score(state: TaskState, target: Target) -> Score:
         problem = problem_for(str(state.sample_id), state.metadata)

@@ -8,8 +8,7 @@ from typing import TypeVar
 
 from inspect_ai.util import SandboxEnvironment, sandbox
 
-# Not exported by inspect_ai.util; needed to run the executor in its no-container mode.
-from inspect_ai.util._sandbox.local import LocalSandboxEnvironment
+from ..inspect_internals import LocalSandboxEnvironment
 
 from . import (
     DEFAULT_MEMORY_MIB,
@@ -20,7 +19,7 @@ from . import (
     FILE_BYTES,
     WALL_CLOCK_FACTOR,
 )
-from .pool import PoolSandboxEnvironment, executor_lost_verdict
+from .pool import PoolSandboxEnvironment, executor_lost_verdict, standalone_pool
 
 ST = TypeVar("ST", bound=SandboxEnvironment)
 logger = logging.getLogger(__name__)
@@ -62,7 +61,11 @@ async def execute(
         "memory_bytes": memory_mib << 20,
         "file_bytes": FILE_BYTES,
     }
-    environment = sandbox()
+    try:
+        environment = sandbox()
+    except ProcessLookupError:
+        # No sandbox in this context: a log re-scored with `inspect score`, which starts none.
+        environment = await standalone_pool()
     if pool := _as(environment, PoolSandboxEnvironment):
         verdict = await pool.run_program(request, wall_seconds + EXECUTOR_GRACE_SECONDS)
         return Execution(**verdict)

@@ -32,7 +32,7 @@ from inspect_ai.util import (
 )
 
 from ..errors import DockerUnavailableError, PoolSizeError
-from . import EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure, compose_service
+from . import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure, compose_service
 
 logger = logging.getLogger(__name__)
 
@@ -205,6 +205,13 @@ async def _check_docker() -> int | None:
     return int(memory) if memory.strip().isdigit() else None
 
 
+async def new_pool(compose_file: str) -> Pool:
+    """A pool of the compose file's service, as many containers as `pool_size` says; not started."""
+    machine_memory = await _check_docker()
+    size = pool_size(machine_memory, file_table(), container_share(compose_file))
+    return Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], compose_file, size)
+
+
 def executor_lost_verdict() -> dict:
     """A program whose executor was lost twice never reported: the reference's "timed out"."""
     return {
@@ -286,12 +293,10 @@ class PoolSandboxEnvironment(SandboxEnvironment):
 
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
-        machine_memory = await _check_docker()
         if str(config) in cls.pools:
+            await _check_docker()
             return
-        size = pool_size(machine_memory, file_table(), container_share(str(config)))
-        pool = Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], str(config), size)
-        cls.pools[str(config)] = pool
+        pool = cls.pools[str(config)] = await new_pool(str(config))
         await pool.start(EXECUTOR_SOURCE)
 
     @classmethod
@@ -340,6 +345,36 @@ class PoolSandboxEnvironment(SandboxEnvironment):
 
     async def read_file(self, file: str, text: bool = True) -> str | bytes:  # type: ignore[override]
         raise NotImplementedError(_ONLY_PROGRAMS)
+
+
+async def standalone_pool() -> PoolSandboxEnvironment:
+    """The pool for programs scored outside any task's sandbox: `inspect score` re-scoring a log
+    starts no sandbox. One per event loop, started on first use with the package's compose file
+    and removed when the loop ends (see `_serve_standalone`)."""
+    loop = asyncio.get_running_loop()
+    if loop not in _STANDALONE:
+        started: asyncio.Future[Pool] = loop.create_future()
+        _STANDALONE[loop] = (started, loop.create_task(_serve_standalone(started)))
+    return PoolSandboxEnvironment(await asyncio.shield(_STANDALONE[loop][0]))
+
+
+_STANDALONE: dict[asyncio.AbstractEventLoop, tuple[asyncio.Future[Pool], asyncio.Task]] = {}
+
+
+async def _serve_standalone(started: asyncio.Future[Pool]) -> None:
+    """Start a pool and keep it until this task is cancelled, as asyncio does with the tasks
+    left when its loop ends: then the pool is stopped while the loop can still wait for it."""
+    try:
+        pool = await new_pool(str(COMPOSE_FILE))
+        await pool.start(EXECUTOR_SOURCE)
+    except Exception as error:
+        started.set_exception(error)
+        raise
+    started.set_result(pool)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await pool.stop()
 
 
 _ONLY_PROGRAMS = (
