@@ -144,7 +144,7 @@ def test_each_log_records_its_version_and_provenance(logs, canonical):
     log = logs["infilling"]
     assert log.eval.task_version == 2
     metadata = log.eval.metadata
-    assert metadata["full_task_version"] == "2-A"
+    assert metadata["full_task_version"] == "2-B"
     assert metadata["task_comparability_version"] == 2
     assert metadata["task_interface_version"] == "A"
     provenance = metadata["provenance"]
@@ -164,7 +164,7 @@ def test_each_log_records_its_version_and_provenance(logs, canonical):
     assert provenance["limits"]["memory_bytes"] == 1 << 30
     assert provenance["prompt"]["style"] == "chat"
     assert provenance["package"]["name"] == "heval-inspect"
-    assert logs["humaneval"].eval.metadata["full_task_version"] == "2-A"
+    assert logs["humaneval"].eval.metadata["full_task_version"] == "2-B"
     # `inspect log dump` prints it as it is.
     dump = subprocess.run(
         [str(Path(sys.executable).with_name("inspect")), "log", "dump", "--header-only",

@@ -5,13 +5,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from inspect_ai._util.registry import registry_lookup
+from inspect_ai._util.registry import registry_find, registry_info, registry_lookup
 
-import heval_inspect  # noqa: F401  (registers the package's tasks, solvers and scorers)
-from heval_inspect.data import problem_for
+import heval_inspect  # (importing it registers the package's tasks, solvers and scorers)
+from heval_inspect.data import SUBSETS, load_official, problem_for
 from heval_inspect.errors import DataError, TaskArgumentError
 from heval_inspect.scorer import assemble_program
-from heval_inspect.tasks import humaneval, humaneval_infilling, humaneval_single_line_infilling
+from heval_inspect.tasks import (
+    humaneval,
+    humaneval_infilling,
+    humaneval_single_line_infilling,
+    record_to_sample,
+)
 
 TASKS = {
     "humaneval": 164,
@@ -27,6 +32,15 @@ TASKS = {
 def test_registered_task_has_the_published_size(name, size):
     task_function = registry_lookup("task", f"heval_inspect/{name}")
     assert len(task_function().dataset) == size
+
+
+def test_every_registered_task_is_exported_by_the_package_under_its_name():
+    ours = registry_find(lambda i: i.type == "task" and i.name.startswith("heval_inspect/"))
+    registered = {registry_info(task).name.removeprefix("heval_inspect/") for task in ours}
+    assert registered == set(TASKS)
+    assert all(name in heval_inspect.__all__ for name in TASKS)
+    for name in TASKS:
+        assert getattr(heval_inspect, name) is registry_lookup("task", f"heval_inspect/{name}")
 
 
 @pytest.mark.parametrize("name", ["reference", "replay", "infill_chat", "infill_fim"])
@@ -51,11 +65,41 @@ def test_infilling_samples_carry_subset_and_problem_and_no_problem_text():
     assert problem["prompt"] in sample.input and problem["suffix"] in sample.input
 
 
+def test_record_to_sample_keeps_a_real_records_fields_where_solvers_and_scorer_read_them():
+    record = load_official(SUBSETS["multi_line"])[2]
+    sample = record_to_sample(record, "multi_line", "file.jsonl.gz@0123456789ab")
+    assert sample.id == record["task_id"] == "MultiLineInfilling/HumanEval/0/L0_L2"
+    assert sample.target == record["canonical_solution"]
+    assert f"{record['prompt']}<FILL_ME>{record['suffix']}" in sample.input
+    assert sample.metadata == {
+        "subset": "multi_line",
+        "problem_id": "HumanEval/0",
+        "source": "file.jsonl.gz@0123456789ab",
+    }
+
+
 def test_a_sample_of_another_dataset_can_carry_its_problem_in_metadata():
     metadata = {"prompt": "def f():\n", "test": "def check(c): pass", "entry_point": "f"}
     assert problem_for("mine/0", metadata) == {"suffix": ""} | metadata
-    with pytest.raises(DataError, match="was not loaded in this process"):
+    with pytest.raises(DataError, match="-S problem_file=PATH"):
         problem_for("mine/0", {"source": "elsewhere.jsonl@0123456789ab"})
+
+
+def test_a_process_that_loaded_no_task_finds_an_official_problem_by_its_source():
+    # As `inspect score` does: a new interpreter, no task made, only a sample's metadata.
+    source = "HumanEval-RandomSpanInfillingLight.jsonl.gz@1432250ecac0"
+    code = (
+        "from heval_inspect.data import problem_for\n"
+        f"print(problem_for('RandomSpanInfillingLight/HumanEval/7/1', {{'source': {source!r}}})"
+        "['entry_point'])"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.stdout.strip() == "filter_by_substring", run.stderr
+
+
+def test_a_sample_made_from_another_version_of_an_official_file_is_refused():
+    with pytest.raises(DataError, match="not from the published HumanEval.jsonl.gz"):
+        problem_for("HumanEval/0", {"source": "HumanEval.jsonl.gz@0123456789ab"})
 
 
 def test_subsets_argument_selects_and_rejects():
@@ -89,7 +133,31 @@ def test_unknown_task_argument_is_an_error_naming_the_arguments():
         ("sbset=single_line", "has no argument sbset: its arguments are subsets"),
         ("k=0", "k=0: give one or more whole numbers of 1 or more"),
         ("problem_file=missing.jsonl", "Problem file missing.jsonl does not exist."),
-        ("memory_limit=4096", "memory_limit=4096 is out of range: give MiB from 64"),
+        ("memory_limit=4096", "memory_limit=4096: give whole MiB from 64"),
+        # Every argument, in the string forms the command line gives (read as YAML).
+        ("timeout=0", "timeout=0: give the seconds each program may run, a number above 0"),
+        ("timeout=-1", "timeout=-1: give the seconds"),
+        ("timeout=.nan", "timeout=nan: give the seconds"),
+        ("timeout=abc", "timeout='abc': give the seconds"),
+        ("timeout=true", "timeout=True: give the seconds"),
+        ("timeout=86400", "timeout=86400: give the seconds each program may run, a number above 0 "
+         "and at most 3600"),
+        ("memory_limit=abc", "memory_limit='abc': give whole MiB from 64"),
+        ("memory_limit=512.5", "memory_limit=512.5: give whole MiB"),
+        ("memory_limit=32", "memory_limit=32: give whole MiB from 64"),
+        ("partial=maybe", "partial='maybe': give true or false"),
+        ("partial=1", "partial=1: give true or false"),
+        ("k=1.5", "k=1.5: give one or more whole numbers"),
+        ("k=true", "k=True: give one or more whole numbers"),
+        ("k=1,x", "k=['1', 'x']: give one or more whole numbers"),
+        ("subsets=7", "Unknown infilling subset(s) [7]"),
+        ("samples=123", "samples=123: give the path of a file"),
+        ("data_dir=true", "data_dir=True: give the path of a file or folder"),
+        ("fim_format=7", "fim_format=7: give one of starcoder"),
+        ("fim_format=gpt", "Unknown fim_format 'gpt': choose one of starcoder"),
+        ("sandbox=7", "sandbox=7: give one of pool, docker, local"),
+        ("shard=1", "shard=1: give the shard as i/n"),
+        ("shard=0/4", "shard=0/4: shards are numbered from 1"),
     ],
 )
 def test_bad_argument_on_the_command_line_is_one_message_and_no_log(argument, message, tmp_path):

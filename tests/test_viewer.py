@@ -6,6 +6,7 @@ verdict and its answer as code. Screenshots of both go to the artifacts folder
 (`$HEVAL_ARTIFACTS`, default `artifacts/` in the project, which git ignores).
 """
 
+import contextlib
 import json
 import os
 import re
@@ -60,6 +61,12 @@ def log_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def viewer(log_dir):
+    with serve_viewer(log_dir) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serve_viewer(log_dir):
     """`inspect view` on the log folder, on a free local port; yields its address."""
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
@@ -136,3 +143,27 @@ def test_a_failed_sample_shows_its_verdict_and_answer_as_code(page, viewer):
     assert "  14 |         for idx2, elem2 in enumerate(numbers):" in gap.first.inner_text()
     assert page.locator("code", has_text="for idx, elem in enumerate(numberz):").count() >= 2
     assert shot(page, "sample-scoring.png").stat().st_size > 0
+
+
+def test_a_standard_error_from_one_problem_shows_as_nan_not_zero(page, tmp_path):
+    # Two epochs of one problem, one passing: pass@1 0.5, and no spread across problems to
+    # measure; the header must not show a standard error of 0.
+    problem = load_official(SUBSETS["random_span_light"])[0]
+    rows = [problem["canonical_solution"], "    return None\n"]
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(
+        "".join(json.dumps({"task_id": problem["task_id"], "completion": c}) + "\n" for c in rows)
+    )
+    # A process of its own: this module's browser already runs an event loop in this one.
+    run = subprocess.run(
+        [str(Path(sys.executable).with_name("inspect")), "eval",
+         "heval_inspect/humaneval_random_span_infilling_light", "--model", "none",
+         "-T", f"samples={samples}", "-T", "partial=true", "--log-dir", str(tmp_path / "logs")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    with serve_viewer(tmp_path / "logs") as url:
+        page.goto(url)
+        page.get_by_text(re.compile(r"^pass@1$", re.I)).first.wait_for(timeout=60_000)
+        figures = re.findall(r"(\S+)\n(\S+)\n", page.locator("body").inner_text())
+    assert ("PASS@1", "0.5") in figures and ("STDERR[PROBLEM_ID]", "NaN") in figures, figures

@@ -20,7 +20,7 @@ Tasks cut from the same HumanEval problem are not independent, so every standard
 clustered by problem: for a figure T = sum_i w_i x_i (weights summing to 1) over G problems,
 SE(T) = sqrt(G / (G - 1) * sum_g (sum_{i in g} w_i (x_i - T))^2). With one task per problem this is
 the usual standard error of a mean; with a single problem there is no spread to measure, and it
-is 0.
+is NaN (undefined), never 0, which would read as certainty.
 """
 
 import logging
@@ -70,10 +70,12 @@ def parse_ks(k: int | str | Iterable[int | str]) -> list[int]:
     """The k of pass@k from a task argument: 10, "1,10" or [1, 10]."""
     if isinstance(k, str):
         parts: Iterable[int | str] = k.split(",")
-    elif isinstance(k, int):
+    elif isinstance(k, int) and not isinstance(k, bool):
         parts = [k]
-    else:
+    elif isinstance(k, list | tuple):
         parts = k
+    else:
+        parts = [str(k)]  # a float or a bool: refused below, as any other non-number
     try:
         ks = sorted({int(str(part).strip()) for part in parts})
     except ValueError:
@@ -92,18 +94,19 @@ def weighted_mean(values: np.ndarray, weights: np.ndarray) -> float:
 
 
 def clustered_stderr(values: np.ndarray, weights: np.ndarray, clusters: Sequence[str]) -> float:
-    """Standard error of sum(weights * values), clustered (weights sum to 1)."""
+    """Standard error of sum(weights * values), clustered (weights sum to 1); NaN from fewer
+    than two clusters."""
     estimate = weighted_mean(values, weights)
     _, cluster_of = np.unique(np.asarray(clusters), return_inverse=True)
     totals = np.bincount(cluster_of, weights=weights * (values - estimate))
     g = len(totals)
     if g < 2:
-        return 0.0
+        return math.nan
     return float(np.sqrt(g / (g - 1) * math.fsum(totals**2)))
 
 
 @metric(scores="unreduced")
-def humaneval_metrics(
+def humaneval_metrics(  # inspect-evals-lint: ignore[custom_metric_tests] -- reads every epoch unreduced; real evals under --epochs-reducer in test_run_output.py
     k: int | str | list[int] = 1, per_subset: bool | None = None, cluster: str = "problem_id"
 ) -> Metric:
     """pass@k for each k, exact match (strict and stripped), per subset and blended.
@@ -121,7 +124,9 @@ def humaneval_metrics(
 
     def compute(scores: list[SampleScore]) -> Value:
         if not scores:
-            return {}
+            # Before any sample is scored (Inspect's live display asks at the start), the
+            # headline is undefined, yet named: the task declares it as its headline metric.
+            return {headline_name(ks, bool(per_subset)): math.nan}
         return summarise(_tasks(scores, cluster), ks, per_subset)
 
     return compute

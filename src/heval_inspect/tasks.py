@@ -20,6 +20,7 @@ from inspect_ai.scorer import Scorer
 from inspect_ai.solver import Solver
 
 from . import prompts
+from .arguments import check_flag, check_memory_limit, check_name, check_path, check_timeout
 from .data import (
     HUMANEVAL,
     SUBSETS,
@@ -45,8 +46,8 @@ logger = logging.getLogger(__name__)
 # stop being comparable with earlier runs' (it is the log's `task_version`); the letter X when the
 # task's arguments change in a way that can break a user's command. CHANGELOG.md says what
 # changed. The infilling subsets' tasks share humaneval_infilling's version.
-HUMANEVAL_VERSION = "2-A"
-INFILLING_VERSION = "2-A"
+HUMANEVAL_VERSION = "2-B"
+INFILLING_VERSION = "2-B"
 
 # "pool": a few long-lived hardened containers (fast; see sandbox/pool.py); "docker": Inspect's
 # own sandbox, one compose project per sample. Both use the same compose file. "local": no
@@ -100,6 +101,8 @@ def parse_subsets(subsets: str | list[str]) -> list[str]:
     names = list(SUBSETS) if subsets == "all" else subsets
     if isinstance(names, str):
         names = [name.strip() for name in names.split(",")]
+    if not isinstance(names, list):
+        names = [names]
     unknown = [name for name in names if name not in SUBSETS]
     if unknown or not names:
         raise TaskArgumentError(
@@ -124,6 +127,29 @@ def refuse_unknown_arguments(task_name: str, task_function, unknown: dict[str, A
         f"heval_inspect/{task_name} has no argument {', '.join(sorted(unknown))}: its arguments "
         f"are {', '.join(known)} (see the README's 'Task arguments')."
     )
+
+
+def check_arguments(
+    data_dir: Any,
+    problem_file: Any,
+    samples: Any,
+    partial: Any,
+    sandbox: Any,
+    timeout: Any,
+    memory_limit: Any,
+    fim_format: Any,
+) -> None:
+    """The plain-valued arguments every task takes, checked before any file is read."""
+    paths = {"data_dir": data_dir, "problem_file": problem_file, "samples": samples}
+    for name, path in paths.items():
+        if path is not None:
+            check_path(name, path)
+    check_flag("partial", partial)
+    check_name("sandbox", sandbox, ", ".join(SANDBOX_TYPES))
+    check_timeout(timeout)
+    check_memory_limit(memory_limit)
+    if fim_format is not None:
+        check_name("fim_format", fim_format, ", ".join(prompts.FIM_FORMATS))
 
 
 def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
@@ -175,7 +201,7 @@ def _task(
     # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
     per_subset = len({subset for _, subset in files}) > 1
     return Task(
-        dataset=MemoryDataset(samples),
+        dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
         solver=solver or infill_chat(),
         config=(
@@ -200,6 +226,15 @@ def _task(
         version=task_version(version),
         metadata=eval_metadata(version, data_files, sandbox, timeout, memory_limit, fim),
     )
+
+
+def dataset_name(files: list[ProblemFile]) -> str:
+    """What the run's header, the log and `evals_df` call the data: the files' names without
+    extensions, as openai names them ("HumanEval", "HumanEval-SingleLineInfilling", ...), or
+    the user's file; all four infilling subsets together are "HumanEval-Infilling"."""
+    if len(files) == len(SUBSETS) > 1:
+        return "HumanEval-Infilling"
+    return "+".join(file.path.name.split(".")[0] for file in files)
 
 
 def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sample], int]:
@@ -281,6 +316,9 @@ def humaneval_infilling(
             problems per shard, balanced by number of tasks, the same split on every machine.
     """
     refuse_unknown_arguments("humaneval_infilling", humaneval_infilling, unknown)
+    check_arguments(
+        data_dir, problem_file, samples, partial, sandbox, timeout, memory_limit, fim_format
+    )
     part = parse_shard(shard)
     fim = prompts.fim_format(fim_format) if fim_format else None
     if problem_file:
@@ -392,6 +430,9 @@ def humaneval(
             problems per shard, balanced by number of tasks, the same split on every machine.
     """
     refuse_unknown_arguments("humaneval", humaneval, unknown)
+    check_arguments(
+        data_dir, problem_file, samples, partial, sandbox, timeout, memory_limit, fim_format
+    )
     part = parse_shard(shard)
     fim = prompts.fim_format(fim_format) if fim_format else None
     file = open_problems(problem_file) if problem_file else open_official(HUMANEVAL, data_dir)
