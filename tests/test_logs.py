@@ -146,7 +146,7 @@ def test_each_log_records_its_version_and_provenance(logs, canonical):
     metadata = log.eval.metadata
     assert metadata["full_task_version"] == "2-B"
     assert metadata["task_comparability_version"] == 2
-    assert metadata["task_interface_version"] == "A"
+    assert metadata["task_interface_version"] == "B"
     provenance = metadata["provenance"]
     problems = [f for f in provenance["data_files"] if f["role"] == "problems"]
     assert [Path(f["path"]).name for f in problems] == [f.filename for f in SUBSETS.values()]
