@@ -235,12 +235,10 @@ def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     others = set(pool_containers())  # other runs' on this engine may come and go
     planter = WhenAProgramStarts(lambda container: as_root(container, UNREAPED_ZOMBIE))
-    log = run_while(
-        planter,
-        humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])),
-        tmp_path,
-        max_samples=1,
-    )
+    # The first program runs long enough for the planted process to exist before it ends, however
+    # slowly a busy machine runs `docker exec` (2 s were not always enough in CI).
+    task = humaneval_infilling(problem_file=problem_file(tmp_path, [8, 0, 0]), timeout=20)
+    log = run_while(planter, task, tmp_path, max_samples=1)
     assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
     residues = {str(s.id): s.scores["unit_tests"].metadata.get("residue") for s in log.samples}
     # Found after the first program (the container's pids counter: the planted process, and its
