@@ -148,12 +148,12 @@ def official_path(file: OfficialFile, data_dir: str | Path | None = None) -> Pat
     (`data_dir`, else $HEVAL_DATA_DIR) if one is given, else in the download cache (downloaded
     on first use)."""
     local = data_dir or os.environ.get(DATA_DIR_ENV)
-    if local:
-        path = _find_local(file, Path(local).expanduser())
-    else:
+    if not local:
         path = cache_dir() / file.folder / file.filename
         if not path.exists() or sha256_of(path) != file.sha256:
-            _download(file, path)
+            _download(file, path)  # which checks the checksum before it caches the file
+        return path
+    path = _find_local(file, Path(local).expanduser())
     if (digest := sha256_of(path)) != file.sha256:
         raise DataError(
             f"{path} has SHA-256 {digest}, not the published {file.sha256}: the file is altered "

@@ -9,7 +9,6 @@ from typing import TypeVar
 from inspect_ai.util import SandboxEnvironment, sandbox
 
 from ..inspect_internals import LocalSandboxEnvironment
-
 from . import (
     DEFAULT_MEMORY_MIB,
     DEFAULT_TIMEOUT,
