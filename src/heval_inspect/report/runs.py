@@ -13,6 +13,11 @@ completion file) its first tag (`--tags NAME`), else the completion file's name,
 The logs of one run's shards (`-T shard=i/n`: the same name, task, version, problem and
 completion files, limits and arguments but the shard) are merged into one run, after checking
 that they are shards 1 ... n of n, each once, with no task in two of them.
+
+A shard (or an unsharded run) retried after a failed log (`inspect eval-retry`, or run again) has
+several logs: the successful one counts, and the others (status "error", "cancelled" or
+"started") are ignored, each named in the run's notes. Two successful logs of one shard are an
+overlap, and several logs of which none is successful leave nothing to choose: both are refused.
 """
 
 import hashlib
@@ -23,7 +28,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 from inspect_ai.log import (
@@ -35,6 +40,7 @@ from inspect_ai.log import (
 
 from ..errors import DataError
 from ..export import SCORER, completion_file_of
+from ..metrics import parse_ks
 from ..parallel import usable_cores
 from . import cache
 
@@ -78,6 +84,22 @@ class Run:
     def label(self) -> str:
         """The name the report shows: the run's name and its task version."""
         return f"{self.name} ({self.task} {self.version})"
+
+
+class Log(NamedTuple):
+    """One log file: its run (before merging), its shard (None if not one) and Inspect's status
+    of it ("success", "error", "cancelled" or "started")."""
+
+    run: Run
+    shard: dict | None
+    status: str
+
+    @property
+    def file(self) -> str:
+        return self.run.files[0]
+
+    def described(self) -> str:
+        return f"{self.file} (status {self.status!r})"
 
 
 COLUMNS = {
@@ -171,7 +193,7 @@ def read_runs(paths: Iterable[str]) -> list[Run]:
     sample summaries (which it shortens again as it reads them), and a process holds the
     summaries of one log at a time."""
     files = log_files(paths)
-    pieces = [_read_log(file) for file in files]  # headers first: a foreign log is refused now
+    logs = [_read_log(file) for file in files]  # headers first: a foreign log is refused now
     keys = [cache.key(file, READER) for file in files]
     tables = [cache.load(key) for key in keys]
     unread = [
@@ -179,11 +201,11 @@ def read_runs(paths: Iterable[str]) -> list[Run]:
     ]
     size = sum(key["size"] for _, key in unread if key)  # remote logs count 0
     read = iter(_map(_read_samples, unread, size))
-    for (run, _), table in zip(pieces, tables, strict=True):
-        run.samples = next(read) if table is None else Samples.from_table(table)
-    groups: dict[tuple, list[tuple[Run, dict | None]]] = {}
-    for run, shard in pieces:
-        groups.setdefault(_identity(run), []).append((run, shard))
+    for log, table in zip(logs, tables, strict=True):
+        log.run.samples = next(read) if table is None else Samples.from_table(table)
+    groups: dict[tuple, list[Log]] = {}
+    for log in logs:
+        groups.setdefault(_identity(log.run), []).append(log)
     return [_merge(group) for group in groups.values()]
 
 
@@ -217,8 +239,8 @@ def run_name(log: EvalLog) -> str:
     return "reference"
 
 
-def _read_log(file: str) -> tuple[Run, dict | None]:
-    """A log's run from its header (its samples not yet read), and its shard (None if not one)."""
+def _read_log(file: str) -> Log:
+    """A log's run from its header (its samples not yet read), its shard and its status."""
     header = read_eval_log(file, header_only=True)
     spec = header.eval
     if not (spec.task_registry_name or "").startswith(PACKAGE_TASKS):
@@ -231,7 +253,6 @@ def _read_log(file: str) -> tuple[Run, dict | None]:
     data_files = provenance.get("data_files", [])
     limits = provenance.get("limits", {})
     problem_files = [f for f in data_files if f.get("role") == "problems"]
-    ks = str(spec.task_args.get("k", 1)).strip("[]").split(",")
     run = Run(
         name=run_name(header),
         model=spec.model,
@@ -244,14 +265,15 @@ def _read_log(file: str) -> tuple[Run, dict | None]:
         ),
         timeout=limits.get("timeout_seconds"),
         memory_bytes=limits.get("memory_bytes"),
-        ks=sorted({int(k) for k in ks if k.strip()}),
+        # Read as the task read it: Inspect stores -T k=1,3 as ["1", "3"], -T k=[1,3] as [1, 3].
+        ks=parse_ks(spec.task_args.get("k", 1)),
         per_subset=len(problem_files) > 1,
         files=[file],
         problem_files=problem_files,
     )
     if header.status != "success":
         run.notes.append(f"{Path(file).name} ended with status {header.status!r}.")
-    return run, metadata.get("shard")
+    return Log(run, metadata.get("shard"), header.status)
 
 
 def _read_samples(file: str, key: dict | None) -> Samples:
@@ -303,65 +325,143 @@ def _identity(run: Run) -> tuple:
     )
 
 
-def _merge(group: list[tuple[Run, dict | None]]) -> Run:
-    """One run from its logs: a single unsharded log, or shards 1 ... n of n."""
-    first = group[0][0]
-    sharded = [(run, shard) for run, shard in group if shard]
+def _merge(group: list[Log]) -> Run:
+    """One run from its logs: an unsharded run's, or shards 1 ... n of n."""
+    sharded = [log for log in group if log.shard]
     if not sharded:
-        if len(group) > 1:
-            raise ReportError(
-                f"{len(group)} logs are the same run ({first.label}): "
-                f"{', '.join(run.files[0] for run, _ in group)}. Give one of them, or tell the "
-                f"runs apart with --metadata label=NAME when you run them."
-            )
-        return first
+        return _unsharded(group)
     if len(sharded) != len(group):
         raise ReportError(
-            f"{first.label}: some of its logs are shards and some are not "
-            f"({', '.join(run.files[0] for run, _ in group)}): give either the whole run or its "
-            f"shards."
+            f"{group[0].run.label}: some of its logs are shards and some are not "
+            f"({_described(group)}): give either the whole run or its shards."
         )
-    counts = {shard["count"] for _, shard in sharded}
+    return _merged_shards(sharded)
+
+
+def _unsharded(logs: list[Log]) -> Run:
+    """The run of an unsharded run's logs: the only one, or the successful one of a retry."""
+    counted = _counted(logs)
+    if counted:
+        return _with_ignored(counted, logs, "the run")
+    successful = _successful(logs)
+    if successful:
+        raise ReportError(
+            f"{len(logs)} logs are the same run ({logs[0].run.label}), {len(successful)} of "
+            f"them successful: {_described(logs)}. Give one of them, or tell the runs apart "
+            f"with --metadata label=NAME when you run them."
+        )
+    raise ReportError(
+        f"{len(logs)} logs are the same run ({logs[0].run.label}), none of them successful: "
+        f"{_described(logs)}. Give one of them, or retry the run (`inspect eval-retry LOG`) and "
+        f"give its successful log too."
+    )
+
+
+def _merged_shards(sharded: list[Log]) -> Run:
+    """One run from the logs of its shards 1 ... n of n (of a retried shard, its successful log)."""
+    first = sharded[0].run
+    counts = {log.shard["count"] for log in sharded}
     if len(counts) > 1:
-        given = ", ".join(f"{shard['index']}/{shard['count']}" for _, shard in sharded)
+        given = ", ".join(
+            f"{log.shard['index']}/{log.shard['count']} {log.described()}" for log in sharded
+        )
         raise ReportError(
             f"{first.label}: its shard logs split the task in different numbers of shards "
             f"({given}): give the n shards of one split."
         )
     count = counts.pop()
-    indices = sorted(shard["index"] for _, shard in sharded)
-    missing = sorted(set(range(1, count + 1)) - set(indices))
-    repeated = sorted({i for i in indices if indices.count(i) > 1})
-    task_ids = np.concatenate([np.unique(run.samples.task_id) for run, _ in sharded])
-    in_two = len(task_ids) - len(np.unique(task_ids))
-    if missing or repeated or in_two:
-        problems = []
-        if missing:
-            problems.append(f"shard(s) {', '.join(map(str, missing))} of {count} missing (a gap)")
-        if repeated:
-            problems.append(
-                f"shard(s) {', '.join(map(str, repeated))} given more than once (an overlap)"
-            )
-        if in_two and not repeated:
-            problems.append(f"{in_two} task(s) in more than one shard (an overlap)")
+    by_index: dict[int, list[Log]] = {}
+    for log in sorted(sharded, key=lambda log: log.shard["index"]):
+        by_index.setdefault(log.shard["index"], []).append(log)
+    counted = {index: _counted(logs) for index, logs in by_index.items()}
+    problems = _shard_problems(count, by_index, counted)
+    if problems:
         raise ReportError(
             f"{first.label}: cannot merge its shards: {'; '.join(problems)}. Files: "
-            f"{', '.join(run.files[0] for run, _ in sharded)}. Give each of the {count} shards "
-            f"of the run exactly once."
+            f"{_described(sharded)}. Give each of the {count} shards of the run exactly once "
+            f"(a shard's failed logs may stay beside its successful retry)."
         )
-    all_tasks = {shard.get("all_tasks") for _, shard in sharded}
-    merged_tasks = sum(shard["tasks"] for _, shard in sharded)
+    all_tasks = {log.shard.get("all_tasks") for log in sharded}
+    merged_tasks = sum(log.shard["tasks"] for log in counted.values())
     if len(all_tasks) == 1 and merged_tasks != all_tasks.copy().pop():
         raise ReportError(
             f"{first.label}: its {count} shards hold {merged_tasks} tasks, but the run has "
             f"{all_tasks.pop()}: the shards are not of one split of the task."
         )
-    ordered = sorted(sharded, key=lambda pair: pair[1]["index"])
-    runs = [run for run, _ in ordered]
+    runs = [
+        _with_ignored(log, by_index[index], f"shard {index} of {count}")
+        for index, log in counted.items()
+    ]
     return replace(
-        first,
+        runs[0],
         files=[run.files[0] for run in runs],
         shards=f"1-{count} of {count}" if count > 1 else "1 of 1",
         notes=[note for run in runs for note in run.notes],
         samples=Samples.concatenate([run.samples for run in runs]),
     )
+
+
+def _shard_problems(
+    count: int, by_index: dict[int, list[Log]], counted: dict[int, Log | None]
+) -> list[str]:
+    """Why these shards (their logs by index, and the log that counts of each) cannot be merged:
+    a gap, a shard given twice or with no successful log, a task in two shards."""
+    problems = []
+    missing = sorted(set(range(1, count + 1)) - set(by_index))
+    if missing:
+        problems.append(f"shard(s) {_numbers(missing)} of {count} missing (a gap)")
+    unresolved = [index for index, log in counted.items() if log is None]
+    overlaps = [index for index in unresolved if _successful(by_index[index])]
+    if overlaps:
+        problems.append(
+            f"shard(s) {_numbers(overlaps)} given more than once (an overlap), successfully in "
+            + " and in ".join(_described(_successful(by_index[index])) for index in overlaps)
+        )
+    unfinished = [index for index in unresolved if index not in overlaps]
+    if unfinished:
+        problems.append(
+            f"shard(s) {_numbers(unfinished)} given more than once with no successful log, in "
+            + " and in ".join(_described(by_index[index]) for index in unfinished)
+            + ": give one log of each, or retry the shard (`inspect eval-retry LOG`) and give "
+            "its successful log too"
+        )
+    task_ids = [
+        task for log in counted.values() if log for task in np.unique(log.run.samples.task_id)
+    ]
+    in_two = len(task_ids) - len(set(task_ids))
+    if in_two:
+        problems.append(f"{in_two} task(s) in more than one shard (an overlap)")
+    return problems
+
+
+def _counted(logs: list[Log]) -> Log | None:
+    """The log that counts of those of one shard (or of one unsharded run): the only one, else
+    the only successful one (the others failed before it was retried); None if neither."""
+    if len(logs) == 1:
+        return logs[0]
+    successful = _successful(logs)
+    return successful[0] if len(successful) == 1 else None
+
+
+def _successful(logs: list[Log]) -> list[Log]:
+    return [log for log in logs if log.status == "success"]
+
+
+def _with_ignored(counted: Log, logs: list[Log], what: str) -> Run:
+    """The run of the log that counts, its notes naming the other logs of `what` (its shard or
+    the run), which are ignored."""
+    ignored = [
+        f"ignored {Path(log.file).name} (status {log.status!r}): {what} has a successful log, "
+        f"{Path(counted.file).name}."
+        for log in logs
+        if log is not counted
+    ]
+    return replace(counted.run, notes=counted.run.notes + ignored)
+
+
+def _described(logs: list[Log]) -> str:
+    return ", ".join(log.described() for log in logs)
+
+
+def _numbers(indices: list[int]) -> str:
+    return ", ".join(map(str, indices))
