@@ -111,17 +111,18 @@ def pool_containers() -> list[str]:
 class WhenAProgramStarts(threading.Thread):
     """In the background: once a container (of the pool, or named with `prefix`) runs a program
     that has started, run the docker command `action(container)` on that container, once;
-    `done` says whether it was done."""
+    `done` says whether it was done. Containers in `ignore` (those running before the test's
+    own: an earlier test's pool still stopping, which has run programs) are left alone."""
 
-    def __init__(self, action, prefix: str = "heval-pool-") -> None:
+    def __init__(self, action, prefix: str = "heval-pool-", ignore=frozenset()) -> None:
         super().__init__(daemon=True)
-        self.action, self.prefix, self.done = action, prefix, False
+        self.action, self.prefix, self.ignore, self.done = action, prefix, ignore, False
         self.start()
 
     def run(self) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            for container in containers(self.prefix):
+            for container in set(containers(self.prefix)) - self.ignore:
                 # As the programs' user: their scratch folders are theirs alone.
                 started = subprocess.run(
                     ["docker", "exec", "--user", "65534:65534", container,
@@ -165,7 +166,7 @@ def test_a_container_killed_or_removed_mid_program_is_replaced_and_the_program_r
 ):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     others = set(pool_containers())  # other runs' on this engine may come and go
-    killer = WhenAProgramStarts(lambda container: [*action.split(), container])
+    killer = WhenAProgramStarts(lambda container: [*action.split(), container], ignore=others)
     log = run_while(
         killer, humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])), tmp_path
     )
@@ -201,7 +202,7 @@ def test_a_lost_executor_gets_a_new_container_and_the_program_runs_again(
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     others = set(pool_containers())  # other runs' on this engine may come and go
     code = SIGNAL_EXECUTOR.replace("{signal}", str(int(signal_number)))
-    signaller = WhenAProgramStarts(lambda container: as_root(container, code))
+    signaller = WhenAProgramStarts(lambda container: as_root(container, code), ignore=others)
     # With timeout=2 a stopped executor is given up after 2 x 10 s of wall clock + 10 s of grace.
     log = run_while(
         signaller,
@@ -234,7 +235,9 @@ def test_an_executor_lost_in_the_docker_sandbox_is_a_verdict_not_a_sample_error(
 def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     others = set(pool_containers())  # other runs' on this engine may come and go
-    planter = WhenAProgramStarts(lambda container: as_root(container, UNREAPED_ZOMBIE))
+    planter = WhenAProgramStarts(
+        lambda container: as_root(container, UNREAPED_ZOMBIE), ignore=others
+    )
     # The first program runs long enough for the planted process to exist before it ends, however
     # slowly a busy machine runs `docker exec` (2 s were not always enough in CI).
     task = humaneval_infilling(problem_file=problem_file(tmp_path, [8, 0, 0]), timeout=20)
