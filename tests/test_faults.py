@@ -262,12 +262,14 @@ def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):
         [
             INSPECT, "eval", "heval_inspect/humaneval_infilling", "--model", "none",
             "--solver", "heval_inspect/reference", "--display", "none",
-            "-T", f"problem_file={problem_file(tmp_path, [0.5] * 40)}",
+            "-T", f"problem_file={problem_file(tmp_path, [1] * 40)}",
             "--log-dir", str(log_dir),
         ],
         env=environment,
     )  # fmt: skip
-    time.sleep(10)  # pool start-up, then some of the 40 half-second samples
+    # Pool start-up, then some of the 40 one-second samples (half-second ones all ended within
+    # the 10 s once, on an idle machine).
+    time.sleep(10)
     run.send_signal(signal.SIGINT)
     run.wait(timeout=60)
     [interrupted] = [read_eval_log(info) for info in list_eval_logs(str(log_dir))]
