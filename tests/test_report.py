@@ -8,6 +8,7 @@ numpy, never the package's code.
 import csv
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -20,17 +21,15 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.scorer import match
+from scipy import stats
 
 from heval_inspect.data import HUMANEVAL, load_official
-from heval_inspect.report import ReportError, build_report, runs
+from heval_inspect.report import ReportError, build_report, plots, runs
 from heval_inspect.report.failures import kind
-from heval_inspect.report.render import markdown, write_all
+from heval_inspect.report.render import markdown, p_value, write_all
 from heval_inspect.tasks import humaneval
 
 from .report_logs import EPOCHS, MUTANTS, PATTERN
-
-Z_975 = 1.959963984540054
-Z_80 = 0.8416212335729143
 
 
 def clustered(values: list[float]) -> tuple[float, float]:
@@ -38,6 +37,16 @@ def clustered(values: list[float]) -> tuple[float, float]:
     g = len(values)
     mean = sum(values) / g
     return mean, math.sqrt(g / (g - 1) * sum(((v - mean) / g) ** 2 for v in values))
+
+
+def wilson(p: float, stderr: float, g: int, trials: float) -> tuple[float, float]:
+    """The report's interval with one task per problem, by the README's formulas: Wilson's on
+    n = p (1 - p) / SE^2 kept within [g, g x trials], with Student's t on g - 1 degrees."""
+    n = min(max(p * (1 - p) / stderr**2, g), g * trials) if 0 < p < 1 else g
+    q = stats.t.ppf(0.975, g - 1)
+    centre = (p + q * q / (2 * n)) / (1 + q * q / n)
+    half = q / (1 + q * q / n) * math.sqrt(p * (1 - p) / n + q * q / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def passes() -> list[int]:
@@ -113,7 +122,10 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp
         figure = results["mutant"].groups["humaneval"][f"pass@{k}"]
         assert figure.value == pytest.approx(value, abs=1e-9)
         assert figure.stderr == pytest.approx(stderr, abs=1e-9)
-        assert figure.low == pytest.approx(value - Z_975 * stderr, abs=1e-9)
+        # pass@k of 3 epochs: 3 / k independent draws of it per task.
+        expected = wilson(value, stderr, len(c), EPOCHS / k)
+        assert (figure.low, figure.high) == pytest.approx(expected, abs=1e-9)
+        assert 0 <= figure.low < figure.value < figure.high <= 1
         assert results["canonical"].groups["humaneval"][f"pass@{k}"].value == 1.0
         assert results["canonical"].groups["humaneval"][f"pass@{k}"].stderr == 0.0
     assert results["mutant"].tasks["humaneval"] == len(PATTERN)
@@ -130,15 +142,19 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp
     for k in (1, 3):
         d = [pass_at(EPOCHS, ci, k) - 1.0 for ci in c]
         mean, stderr = clustered(d)
-        p = math.erfc(abs(mean / stderr) / math.sqrt(2))
+        # Student's t on g - 1 degrees of freedom (one task per problem).
+        t = stats.t(len(c) - 1)
+        p = 2 * t.sf(abs(mean / stderr))
         got = differences[f"pass@{k}"]
         assert got.difference == pytest.approx(mean, abs=1e-9)
         assert got.stderr == pytest.approx(stderr, abs=1e-9)
         assert got.p_value == pytest.approx(p, abs=1e-9)
         assert (got.low, got.high) == pytest.approx(
-            (mean - Z_975 * stderr, mean + Z_975 * stderr), abs=1e-9
+            (mean - t.ppf(0.975) * stderr, mean + t.ppf(0.975) * stderr), abs=1e-9
         )
-        assert got.minimum_detectable == pytest.approx((Z_975 + Z_80) * stderr, abs=1e-9)
+        assert got.minimum_detectable == pytest.approx(
+            (t.ppf(0.975) + t.ppf(0.80)) * stderr, abs=1e-9
+        )
         assert got.tasks == len(PATTERN)
     got = differences["pass@1"]
     assert got.baseline_better == sum(ci < EPOCHS for ci in c)
@@ -149,6 +165,7 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp
     [row] = [r for r in rows if r["figure"] == "pass@1"]
     assert float(row["p_value"]) == pytest.approx(got.p_value, rel=1e-12)
     assert f"{got.difference:.3f} [{got.low:.3f}, {got.high:.3f}]" in markdown(report)
+    assert f"| {p_value(got.p_value)} |" in markdown(report)
 
 
 @docker
@@ -216,9 +233,10 @@ def test_a_program_the_out_of_memory_killer_ends_is_a_memory_failure(sandbox, tm
 def _figures(report) -> dict:
     [result] = report.results
     figures = {
-        (group, name): (f.value, f.stderr)
+        (group, name, bound): (value, stderr)
         for group, named in result.groups.items()
         for name, f in named.items()
+        for bound, value, stderr in (("", f.value, f.stderr), ("interval", f.low, f.high))
     }
     figures |= {("all", f"pass@{k}"): (f.value, f.stderr) for k, f in result.pass_at.items()}
     figures |= {("tasks", group): (n, 0.0) for group, n in result.tasks.items()}
@@ -228,7 +246,7 @@ def _figures(report) -> dict:
         for kind_, count in row.counts.items()
     }
     figures |= {
-        ("gap", row.subset, row.by, row.bucket): (row.pass_at_1, row.stderr)
+        ("gap", row.subset, row.by, row.bucket): (row.pass_at_1.value, row.pass_at_1.stderr)
         for row in report.gaps
     }
     return figures
@@ -349,11 +367,21 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     out = tmp_path / "out"
     run = subprocess.run(
         [str(Path(sys.executable).with_name("heval-inspect")), "report", str(folder),
-         "--out", str(out), "--baseline", "canonical"],
+         report_logs["infilling"], "--out", str(out), "--baseline", "canonical"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert "Paired comparison" in run.stdout and "mutant (humaneval 2-B)" in run.stdout
+    lines = run.stdout.splitlines()
+    # Into a pipe: at most 100 columns (but the folder written into, the user's to choose), every
+    # section, each run named once in each table.
+    assert max(len(line) for line in lines if str(out) not in line) <= 100
+    for section in ("Runs", "Results", "Paired comparison", "Why they fail", "pass@1 by gap"):
+        assert any(line.startswith(f"{section} ─") for line in lines), section
+    tables = re.split(r"\n\s*\n", run.stdout)
+    for name in ("canonical (humaneval", "mutant (humaneval", "replayed (humaneval_infilling"):
+        assert sum(name in table for table in tables) >= 2, name
+        assert all(table.count(name) <= 1 for table in tables), name
+    assert "mutant (humaneval 2-B) minus canonical (humaneval 2-B)" in run.stdout
     names = {"report.md", "report.html", "results.csv", "differences.csv", "failures.csv",
              "gaps.csv"}  # fmt: skip
     assert names <= {p.name for p in out.iterdir()}
@@ -367,3 +395,78 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     )  # fmt: skip
     assert refused.returncode == 1
     assert "--baseline nobody: no run has that name; the runs: canonical, mutant" in refused.stderr
+
+
+@docker
+def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypatch):
+    twin = _altered(
+        report_logs["canonical"], tmp_path / "twin.eval", lambda m: m.update(label="twin")
+    )
+    report = build_report([report_logs["canonical"], twin, report_logs["mutant"]],
+                          baseline="canonical")  # fmt: skip
+    drawn = []
+    monkeypatch.setattr(plots, "_svg", lambda figure: drawn.append(figure) or "")
+    names = list(plots.all_plots(report))
+    by_name = {name: figure.axes[0] for name, figure in zip(names, drawn, strict=True)}
+    canonical, twin_ = (next(c for c in axes.containers if c.get_label().startswith(name))
+                        for axes in [by_name["pass1"]] for name in ("canonical", "twin"))  # fmt: skip
+    assert [b.get_height() for b in canonical] == [b.get_height() for b in twin_]
+    assert {b.get_x() for b in canonical}.isdisjoint(b.get_x() for b in twin_)
+    lines = {c.get_label().split()[0]: c.lines[0] for c in by_name["passk"].containers}
+    assert list(lines["canonical"].get_ydata()) == list(lines["twin"].get_ydata())
+    assert set(lines["canonical"].get_xdata()).isdisjoint(lines["twin"].get_xdata())
+    assert lines["canonical"].get_marker() != lines["twin"].get_marker()
+    rows = [label.get_text() for label in by_name["failures"].get_yticklabels()]
+    assert (
+        "canonical (humaneval 2-B) | humaneval" in rows
+        and "twin (humaneval 2-B) | humaneval" in rows
+    )
+    rows = [label.get_text() for label in by_name["differences"].get_yticklabels()]
+    assert "twin - canonical | humaneval" in rows and "mutant - canonical | humaneval" in rows
+
+
+@docker
+def test_the_readme_shows_what_the_command_prints(report_logs, tmp_path):
+    # README, *Compare models*: the report of the two replayed files, as printed into a pipe.
+    run = subprocess.run(
+        [str(Path(sys.executable).with_name("heval-inspect")), "report",
+         str(Path(report_logs["canonical"]).parent), "--baseline", "canonical", "--out",
+         "report/"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    printed = re.sub(r"\n\n+", "\n\n", "\n".join(line.rstrip() for line in run.stdout.splitlines()))
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("print:\n\n```text\n", 1)[1].split("```", 1)[0]
+    assert printed.strip() == shown.strip()
+
+
+@docker
+def test_a_comparison_counts_the_tasks_each_side_left_out(report_logs, tmp_path):
+    # The mutant run without two of its problems, beside the whole canonical run.
+    log = read_eval_log(report_logs["mutant"])
+    log.samples = [s for s in log.samples if s.id not in ("HumanEval/6", "HumanEval/7")]
+    write_eval_log(log, str(tmp_path / "fewer.eval"))
+    report = build_report([report_logs["canonical"], str(tmp_path / "fewer.eval")],
+                          baseline="canonical")  # fmt: skip
+    [comparison] = report.comparisons
+    assert (comparison.common_tasks, comparison.common_problems) == (6, 6)
+    assert comparison.only_baseline == (2, 2) and comparison.only_other == (0, 0)
+    assert {d.tasks for d in comparison.differences} == {6}
+    text = markdown(report)
+    assert (
+        "| mutant (humaneval 2-B) | canonical (humaneval 2-B) | 6 (6 problems) | 0 | 2 (2 problems) |"
+        in text
+    )
+
+
+@docker
+def test_a_figure_from_one_problem_shows_no_interval_and_says_why(report_logs):
+    report = build_report([report_logs["infilling"]])
+    single = [g for g in report.gaps if g.pass_at_1.interval is None]
+    assert single and all(g.pass_at_1.stderr != g.pass_at_1.stderr for g in single)  # NaN
+    assert "(one problem: no interval)" in markdown(report)
+    # Every other interval is inside [0, 1], around its figure, of positive width.
+    figures = [g.pass_at_1 for g in report.gaps if g.pass_at_1.interval is not None]
+    figures += [f for r in report.results for named in r.groups.values() for f in named.values()]
+    assert figures and all(0 <= f.low <= f.value <= f.high <= 1 and f.low < f.high for f in figures)

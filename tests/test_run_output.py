@@ -68,4 +68,4 @@ def test_a_standard_error_from_one_problem_is_nan_and_shown_as_none(tmp_path):
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
-    assert "| 0.500 [n/a, n/a] |" in (tmp_path / "report" / "report.md").read_text()
+    assert "| 0.500 (one problem: no interval) |" in (tmp_path / "report" / "report.md").read_text()

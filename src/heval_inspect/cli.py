@@ -94,7 +94,8 @@ def _report(logs: list[str], out: str, baseline: str | None) -> int:
     report = build_report(logs, baseline)
     terminal(report)
     files = write_all(report, Path(out))
-    print(f"Wrote {', '.join(str(path) for path in files.values())}")
+    print(f"Wrote into {out}:")
+    print("\n".join(f"  {path.name}" for path in files.values()))
     return 0
 
 

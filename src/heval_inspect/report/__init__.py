@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..metrics import clustered_stderr, problem_numbers, weighted_mean
 from .failures import (
     GAP_BUCKETS,
     KINDS,
@@ -20,8 +19,18 @@ from .failures import (
     mid_line,
     problem_texts,
 )
+from .intervals import rate_interval, spread
 from .runs import ReportError, Run, read_runs
-from .stats import Comparison, Results, compare, ordered_groups, pairs, results, tasks_of
+from .stats import (
+    Comparison,
+    Figure,
+    Results,
+    compare,
+    ordered_groups,
+    pairs,
+    results,
+    tasks_of,
+)
 
 __all__ = ["Report", "ReportError", "build_report"]
 
@@ -46,8 +55,7 @@ class GapRow:
     by: str  # "gap lines" or "mid-line"
     bucket: str
     tasks: int
-    pass_at_1: float
-    stderr: float
+    pass_at_1: Figure
 
 
 @dataclass
@@ -114,19 +122,14 @@ def _gaps(run: Run) -> tuple[list[GapRow], str | None]:
     tasks = tasks_of(run)
     ids, first, subsets = tasks["id"], tasks["first"], tasks["subset"]
     per_task = tasks["passed"] / tasks["epochs"]  # pass@1
-    problems = problem_numbers(tasks["problem"])
+    problems, epochs = tasks["problem"], tasks["epochs"]
     buckets = np.array([gap_bucket(gap_lines(samples.target[i])) for i in first], dtype=object)
     rows = []
 
     def add(subset: str, by: str, bucket: str, chosen: np.ndarray) -> None:
-        share = np.full(int(chosen.sum()), 1.0 / chosen.sum())
-        rows.append(
-            GapRow(
-                run.label, subset, by, bucket, int(chosen.sum()),
-                weighted_mean(per_task[chosen], share),
-                clustered_stderr(per_task[chosen], share, problems[chosen]),
-            )
-        )  # fmt: skip
+        s = spread(per_task[chosen], np.ones(int(chosen.sum())), problems[chosen], epochs[chosen])
+        figure = Figure(s.value, s.stderr, rate_interval(s))
+        rows.append(GapRow(run.label, subset, by, bucket, int(chosen.sum()), figure))
 
     for subset in ordered_groups(set(subsets)):
         in_subset = subsets == subset

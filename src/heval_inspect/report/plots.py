@@ -15,7 +15,7 @@ import numpy as np  # noqa: E402
 
 from . import Report  # noqa: E402
 from .failures import KINDS  # noqa: E402
-from .stats import Z_95  # noqa: E402
+from .stats import Figure  # noqa: E402
 
 KIND_COLOURS = {
     "passed": "#4c9a2a",
@@ -29,6 +29,10 @@ KIND_COLOURS = {
     "no verdict": "#bbbbbb",
 }
 STYLE = {"svg.fonttype": "path", "svg.hashsalt": "heval-inspect", "font.size": 9}
+# Each run its own marker and line style too, so runs with the same figures stay told apart.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINES = ("-", "--", ":", "-.")
+HATCHES = ("", "//", "..", "xx", "\\\\", "++")
 
 
 def all_plots(report: Report) -> dict[str, str]:
@@ -42,6 +46,13 @@ def all_plots(report: Report) -> dict[str, str]:
         if report.comparisons:
             plots["differences"] = differences(report)
     return plots
+
+
+def _errors(figures: list[Figure]) -> np.ndarray:
+    """matplotlib's error bars (below, above) of each figure's interval; none without one."""
+    return np.array(
+        [[0.0, 0.0] if f.interval is None else [f.value - f.low, f.high - f.value] for f in figures]
+    ).T.reshape(2, len(figures))
 
 
 def _svg(figure) -> str:
@@ -62,16 +73,16 @@ def pass1_by_group(report: Report) -> str:
     width = 0.8 / max(1, max(len(runs) for runs in having.values()))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for number, result in enumerate(report.results):
-        xs, values, errors = [], [], []
+        xs, figures = [], []
         for position, group in enumerate(groups):
             if result in having[group]:
                 place = having[group].index(result) - (len(having[group]) - 1) / 2
                 xs.append(position + place * width)
-                values.append(result.groups[group]["pass@1"].value)
-                errors.append(Z_95 * result.groups[group]["pass@1"].stderr)
+                figures.append(result.groups[group]["pass@1"])
         axes.bar(
-            xs, values, width * 0.95, yerr=errors, capsize=3, label=result.run.label,
-            color=colours[number % len(colours)],
+            xs, [f.value for f in figures], width * 0.95, yerr=_errors(figures), capsize=3,
+            label=result.run.label, color=colours[number % len(colours)],
+            hatch=HATCHES[number % len(HATCHES)], edgecolor="white",
         )  # fmt: skip
     axes.set_xticks(range(len(groups)), [g.replace("_", " ") for g in groups], rotation=20)
     axes.set_ylabel("pass@1 (95% interval)")
@@ -84,11 +95,17 @@ def pass1_by_group(report: Report) -> str:
 def pass_at_k(report: Report) -> str:
     """pass@k against k for each run (over all its tasks), with 95% intervals."""
     figure, axes = plt.subplots(figsize=(6.0, 3.6))
-    for result in report.results:
+    runs = len(report.results)
+    for number, result in enumerate(report.results):
         ks = sorted(result.pass_at)
-        values = [result.pass_at[k].value for k in ks]
-        errors = [Z_95 * result.pass_at[k].stderr for k in ks]
-        axes.errorbar(ks, values, yerr=errors, marker="o", capsize=3, label=result.run.label)
+        figures = [result.pass_at[k] for k in ks]
+        # Side by side around each k, so that a run identical to another is not hidden behind it.
+        shift = 0.25 * (number - (runs - 1) / 2) / max(1, runs - 1)
+        axes.errorbar(
+            [k + shift for k in ks], [f.value for f in figures], yerr=_errors(figures),
+            marker=MARKERS[number % len(MARKERS)], linestyle=LINES[number % len(LINES)],
+            capsize=3, label=result.run.label,
+        )  # fmt: skip
     axes.set_xlabel("k (samples per task)")
     axes.set_ylabel("pass@k (95% interval)")
     axes.set_ylim(0, 1.05)
@@ -127,9 +144,12 @@ def differences(report: Report) -> str:
     ]
     figure, axes = plt.subplots(figsize=(7.5, 0.35 * len(items) + 1.4))
     ys = np.arange(len(items))
-    values = [d.difference for _, d in items]
-    errors = [Z_95 * d.stderr for _, d in items]
-    axes.errorbar(values, ys, xerr=errors, fmt="o", capsize=3, color="#30638e")
+    values = np.array([d.difference for _, d in items])
+    errors = np.array([[d.difference - d.low, d.high - d.difference] for _, d in items]).T
+    axes.errorbar(
+        values, ys, xerr=np.nan_to_num(errors.reshape(2, len(items))), fmt="o", capsize=3,
+        color="#30638e",
+    )  # fmt: skip
     axes.axvline(0, color="#888888", linewidth=1)
     axes.set_yticks(ys, [label for label, _ in items])
     axes.invert_yaxis()

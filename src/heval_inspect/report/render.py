@@ -10,13 +10,14 @@ import html
 import math
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from . import Report
 from .failures import KINDS
 from .plots import all_plots
-from .stats import Z_95, Z_POWER_80
+from .stats import Figure
 
 CAPTIONS = {
     "pass1": "pass@1 of each run per subset and blend; bars: 95% intervals (clustered by problem).",
@@ -24,6 +25,8 @@ CAPTIONS = {
     "failures": "Share of each kind of verdict, per run and subset.",
     "differences": "Paired differences in pass@1 (run minus baseline) with 95% intervals.",
 }
+HEADLINE = "sample_weighted"
+TERMINAL_WIDTH = 100
 
 
 def number(value: float | None, digits: int = 3) -> str:
@@ -33,69 +36,65 @@ def number(value: float | None, digits: int = 3) -> str:
 
 
 def p_value(value: float | None) -> str:
-    if value is None:
+    """Two significant digits, and `<0.001` below 0.001."""
+    if value is None or math.isnan(value):
         return "n/a"
-    return f"{value:.2g}"
+    return "<0.001" if value < 0.001 else f"{value:#.2g}".rstrip(".")
 
 
-def interval(value: float, stderr: float) -> str:
-    return f"{number(value)} [{number(value - Z_95 * stderr)}, {number(value + Z_95 * stderr)}]"
+def interval(value: float, low: float, high: float) -> str:
+    """`value [low, high]`, or why there is no interval: a figure from one problem has none."""
+    if math.isnan(low):
+        return f"{number(value)} (one problem: no interval)"
+    return f"{number(value)} [{number(low)}, {number(high)}]"
 
 
-def runs_table(report: Report) -> list[dict]:
-    rows = []
-    for result in report.results:
-        run = result.run
-        epochs = result.epochs
-        rows.append(
-            {
-                "run": run.label,
-                "model": run.model,
-                "task": run.task,
-                "version": run.version,
-                "tasks": len(set(run.samples.task_id)),
-                "epochs": str(epochs[0]) if epochs[0] == epochs[1] else f"{epochs[0]}-{epochs[1]}",
-                "timeout (s)": "n/a" if run.timeout is None else f"{run.timeout:g}",
-                "shards merged": run.shards or "not sharded",
-                "logs": ", ".join(Path(f).name for f in run.files),
-            }
-        )
-    return rows
+def rate(figure: Figure) -> str:
+    return interval(figure.value, figure.low, figure.high)
+
+
+def _epochs(result) -> str:
+    fewest, most = result.epochs
+    return str(fewest) if fewest == most else f"{fewest}-{most}"
+
+
+def _counted(count: int, what: str) -> str:
+    return f"{count} {what}" + ("" if count == 1 else "s")
+
+
+def runs_tables(report: Report) -> dict[str, list[dict]]:
+    rows = [
+        {
+            "run": result.run.label,
+            "model": result.run.model,
+            "tasks": len(set(result.run.samples.task_id)),
+            "problems": len(set(result.run.samples.problem)),
+            "epochs": _epochs(result),
+            "timeout (s)": "n/a" if result.run.timeout is None else f"{result.run.timeout:g}",
+            "shards merged": result.run.shards or "not sharded",
+            "logs": ", ".join(Path(f).name for f in result.run.files),
+        }
+        for result in report.results
+    ]
+    return {"": rows}
 
 
 def results_tables(report: Report) -> dict[str, list[dict]]:
-    """The results table of each task (their subsets and blends differ)."""
-    tasks = dict.fromkeys(result.run.task for result in report.results)
-    return {task: results_table(report, task=task) for task in tasks}
-
-
-def results_table(report: Report, wide: bool = True, task: str | None = None) -> list[dict]:
-    """One row per run, a column group per subset and blend (`wide`), or one row per run and
-    group (the terminal's, which is narrower). `task`: only the runs of that task."""
-    rows = []
+    """A table per task and group (subset or blend), one row per run."""
+    tables: dict[str, list[dict]] = {}
     for result in report.results:
-        if task is not None and result.run.task != task:
-            continue
-        row = {"run": result.run.label}
-        for group in report.groups:
-            figures = result.groups.get(group)
-            if figures is None:
-                continue
-            cells = {
-                name: interval(f.value, f.stderr) if name.startswith("pass@") else number(f.value)
-                for name, f in figures.items()
-                if name != "exact_match_stripped"
+        task = result.run.task
+        for group, figures in result.groups.items():
+            title = task if group == task else f"{task}: {group}"
+            if group == HEADLINE:
+                title += " (the headline)"
+            row = {"run": result.run.label, "tasks": result.tasks[group], "epochs": _epochs(result)}
+            row |= {
+                f"{name} [95%]": rate(f) for name, f in figures.items() if name.startswith("pass@")
             }
-            cells["tasks"] = result.tasks[group]
-            if wide:
-                row |= {f"{group} {name}": cell for name, cell in cells.items()}
-            else:
-                rows.append({"run": result.run.label, "group": group} | cells)
-        if wide:
-            epochs = result.epochs
-            row["epochs"] = str(epochs[0]) if epochs[0] == epochs[1] else f"{epochs[0]}-{epochs[1]}"
-            rows.append(row)
-    return rows
+            row["exact match"] = number(figures["exact_match"].value)
+            tables.setdefault(title, []).append(row)
+    return tables
 
 
 def results_csv_rows(report: Report) -> list[dict]:
@@ -114,80 +113,109 @@ def results_csv_rows(report: Report) -> list[dict]:
     ]  # fmt: skip
 
 
-def differences_table(report: Report, raw: bool = False) -> list[dict]:
-    rows = []
-    for comparison in report.comparisons:
-        for d in comparison.differences:
-            if not raw and d.figure.startswith("exact"):
-                continue
-            shown = {
-                "run": comparison.other.label,
-                "baseline": comparison.baseline.label,
-                "group": d.group,
+def compared_tables(report: Report) -> dict[str, list[dict]]:
+    """Each comparison's tasks: compared, and left out because only one of the runs has them."""
+
+    def tasks(counts: tuple[int, int]) -> str:
+        count, problems = counts
+        return f"{count} ({_counted(problems, 'problem')})" if count else "0"
+
+    rows = [
+        {
+            "run": c.other.label,
+            "baseline": c.baseline.label,
+            "tasks compared": tasks((c.common_tasks, c.common_problems)),
+            "left out: the run's": tasks(c.only_other),
+            "left out: the baseline's": tasks(c.only_baseline),
+        }
+        for c in report.comparisons
+    ]
+    return {"Tasks compared": rows} if rows else {}
+
+
+def differences_tables(report: Report) -> dict[str, list[dict]]:
+    """A table per comparison, one row per group and pass@k."""
+    tables = {}
+    for c in report.comparisons:
+        groups = {d.group for d in c.differences}
+        tables[f"{c.other.label} minus {c.baseline.label}"] = [
+            ({"group": d.group} if len(groups) > 1 else {})
+            | {
                 "figure": d.figure,
+                "baseline": number(d.baseline_value),
+                "run": number(d.other_value),
+                "difference [95%]": interval(d.difference, d.low, d.high),
+                "SE": number(d.stderr, 4),
+                "p": p_value(d.p_value),
+                "MDE (80%)": number(d.minimum_detectable),
+                "tasks": d.tasks,
+                "better (run / baseline)": f"{d.other_better} / {d.baseline_better}",
             }
-            if raw:
-                rows.append(
-                    shown | {
-                        "baseline_value": d.baseline_value, "run_value": d.other_value,
-                        "difference": d.difference, "stderr": d.stderr, "ci95_low": d.low,
-                        "ci95_high": d.high, "z": d.z, "p_value": d.p_value,
-                        "minimum_detectable_effect": d.minimum_detectable, "tasks": d.tasks,
-                        "problems": d.problems, "run_better": d.other_better,
-                        "baseline_better": d.baseline_better, "same": d.same,
-                    }
-                )  # fmt: skip
-                continue
-            rows.append(
-                shown
-                | {
-                    "baseline value": number(d.baseline_value),
-                    "run value": number(d.other_value),
-                    "difference [95%]": interval(d.difference, d.stderr),
-                    "SE": number(d.stderr, 4),
-                    "p": p_value(d.p_value),
-                    "MDE (80%)": number(d.minimum_detectable),
-                    "tasks": d.tasks,
-                    "run better": d.other_better,
-                    "baseline better": d.baseline_better,
-                }
-            )
-    return rows
+            for d in c.differences
+            if d.figure.startswith("pass@")
+        ]
+    return tables
 
 
-def failures_table(report: Report, raw: bool = False) -> list[dict]:
-    rows = []
+def differences_csv_rows(report: Report) -> list[dict]:
+    return [
+        {
+            "run": c.other.label, "baseline": c.baseline.label, "group": d.group,
+            "figure": d.figure, "baseline_value": d.baseline_value, "run_value": d.other_value,
+            "difference": d.difference, "stderr": d.stderr, "ci95_low": d.low,
+            "ci95_high": d.high, "t": d.t, "degrees_of_freedom": d.degrees_of_freedom,
+            "p_value": d.p_value, "minimum_detectable_effect": d.minimum_detectable,
+            "tasks": d.tasks, "problems": d.problems, "run_better": d.other_better,
+            "baseline_better": d.baseline_better, "same": d.same,
+        }
+        for c in report.comparisons
+        for d in c.differences
+    ]  # fmt: skip
+
+
+def failures_tables(report: Report) -> dict[str, list[dict]]:
+    """A table per run, one row per subset: each kind's count (share)."""
+    tables: dict[str, list[dict]] = {}
     for row in report.failures:
         kinds = [k for k in KINDS if k != "no verdict" or row.counts[k]]
-        if raw:
-            rows += [
-                {"run": row.run, "subset": row.subset, "kind": kind, "count": row.counts[kind],
-                 "share": row.counts[kind] / max(1, row.total)}
-                for kind in KINDS
-            ]  # fmt: skip
-            continue
-        rows.append(
-            {"run": row.run, "subset": row.subset}
+        tables.setdefault(row.run, []).append(
+            {"subset": row.subset}
             | {
                 kind: f"{row.counts[kind]} ({100 * row.counts[kind] / max(1, row.total):.1f}%)"
                 for kind in kinds
             }
             | {"samples": row.total}
         )
-    return rows
+    return tables
 
 
-def gaps_table(report: Report, raw: bool = False) -> list[dict]:
-    if raw:
-        return [
-            {"run": g.run, "subset": g.subset, "by": g.by, "bucket": g.bucket, "tasks": g.tasks,
-             "pass@1": g.pass_at_1, "stderr": g.stderr,
-             "ci95_low": g.pass_at_1 - Z_95 * g.stderr, "ci95_high": g.pass_at_1 + Z_95 * g.stderr}
-            for g in report.gaps
-        ]  # fmt: skip
+def failures_csv_rows(report: Report) -> list[dict]:
     return [
-        {"run": g.run, "subset": g.subset, "by": g.by, "gap": g.bucket, "tasks": g.tasks,
-         "pass@1 [95%]": interval(g.pass_at_1, g.stderr)}
+        {"run": row.run, "subset": row.subset, "kind": kind, "count": row.counts[kind],
+         "share": row.counts[kind] / max(1, row.total)}
+        for row in report.failures
+        for kind in KINDS
+    ]  # fmt: skip
+
+
+def gaps_tables(report: Report) -> dict[str, list[dict]]:
+    """A table per run, one row per subset and gap shape."""
+    tables: dict[str, list[dict]] = {}
+    for g in report.gaps:
+        shape = g.bucket
+        if g.by == "gap lines":
+            shape = {"0 (empty)": "empty", "1": "1 line"}.get(g.bucket, f"{g.bucket} lines")
+        tables.setdefault(g.run, []).append(
+            {"subset": g.subset, "gap": shape, "tasks": g.tasks, "pass@1 [95%]": rate(g.pass_at_1)}
+        )
+    return tables
+
+
+def gaps_csv_rows(report: Report) -> list[dict]:
+    return [
+        {"run": g.run, "subset": g.subset, "by": g.by, "bucket": g.bucket, "tasks": g.tasks,
+         "pass@1": g.pass_at_1.value, "stderr": g.pass_at_1.stderr,
+         "ci95_low": g.pass_at_1.low, "ci95_high": g.pass_at_1.high}
         for g in report.gaps
     ]  # fmt: skip
 
@@ -215,57 +243,111 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 
 
 SECTIONS = (
-    ("Runs", runs_table, "Each run, with the logs it was read from and the shards merged."),
-    ("Results", results_tables, "Each figure with its 95% interval (figure +- 1.96 x its "
-     "standard error, clustered by HumanEval problem); exact match as a share of epochs."),
-    ("Paired comparison", differences_table, "Run minus baseline on the tasks both ran: the "
-     "difference, its paired standard error clustered by problem, its 95% interval, the "
-     "two-sided p-value, and the minimum detectable effect at 80% power and 5% significance "
-     "((1.96 + 0.84) x SE); the tasks on which each run does better (per-task pass@1)."),
-    ("Why they fail", failures_table, "Each verdict's kind, per run and subset: count (share)."),
-    ("pass@1 by gap", gaps_table, "Infilling: pass@1 by the number of lines the canonical gap "
-     "spans, and for random span by whether the gap starts or ends in the middle of a line."),
+    ("Runs", "runs", runs_tables, "Each run, with the logs it was read from and the shards merged."),
+    ("Results", "results", results_tables, (
+        "Each figure with its 95% interval: Wilson's interval on the effective number of tasks "
+        "(the clustering by HumanEval problem taken into account), which stays within [0, 1]; "
+        "a figure from one problem has none. Exact match: the share of epochs whose span is the "
+        "canonical one.")),
+    ("Paired comparison", "differences", (compared_tables, differences_tables), (
+        "Run minus baseline on the tasks both ran (the tasks only one of them ran are left out, "
+        "and counted): the difference, its paired standard error clustered by problem (SE), its "
+        "95% interval, the two-sided p-value, and the minimum detectable effect at 80% power "
+        "and 5% significance (MDE), with Student's t on the effective degrees of freedom; the "
+        "tasks on which each run does better.")),
+    ("Why they fail", "failures", failures_tables,
+     "Each verdict's kind, per run and subset: count (share)."),
+    ("pass@1 by gap", "gaps", gaps_tables, (
+        "Infilling: pass@1 by the number of lines the canonical gap spans, and for random span "
+        "by whether the gap starts or ends in the middle of a line.")),
 )  # fmt: skip
+# What the terminal leaves out to fit its width: in the Markdown and HTML views and the CSV files.
+TERMINAL_OMITS = {"runs": ("logs",), "results": ("epochs",), "differences": ("SE",)}
 
 
-def _tables(table, report: Report) -> dict[str, list[dict]]:
-    """A section's tables by their titles ("" for a section of one table)."""
-    tables = table(report)
-    return tables if isinstance(tables, dict) else {"": tables}
+def _tables(tables, report: Report) -> dict[str, list[dict]]:
+    """A section's tables by their titles ("" for a table of no title of its own)."""
+    if isinstance(tables, tuple):
+        return {title: rows for each in tables for title, rows in _tables(each, report).items()}
+    return tables(report)
 
 
 def markdown(report: Report) -> str:
     parts = ["# heval-inspect report\n"]
-    for title, table, text in SECTIONS:
+    for title, _, tables, text in SECTIONS:
         parts.append(f"## {title}\n\n{text}\n")
-        for subtitle, rows in _tables(table, report).items():
+        found = _tables(tables, report)
+        for subtitle, rows in found.items():
             parts.append((f"### {subtitle}\n\n" if subtitle else "") + markdown_table(rows))
+        if not found:
+            parts.append("(none)\n")
     if report.notes:
         parts.append("## Notes\n\n" + "".join(f"- {note}\n" for note in report.notes))
     return "\n".join(parts)
 
 
 def terminal(report: Report, console: Console | None = None) -> None:
+    """Every section's tables, at most 100 columns wide (a cell too wide wraps at its spaces)."""
     if console is None:
         console = Console()
-        if not console.is_terminal:  # a pipe or a file: wide enough not to fold the tables
-            console = Console(width=200)
-    views = (
-        ("Results", results_table(report, wide=False)),
-        ("Paired comparison", [r for r in differences_table(report) if r["figure"] == "pass@1"]),
-        ("Why they fail", failures_table(report)),
-    )
-    for title, rows in views:
-        if not rows:
+        console = Console(width=min(console.width, TERMINAL_WIDTH) if console.is_terminal
+                          else TERMINAL_WIDTH)  # fmt: skip
+    for title, name, tables, _ in SECTIONS:
+        found = {t: rows for t, rows in _tables(tables, report).items() if rows}
+        if name == "results":
+            found = _results_by_task(found)
+        if not found:
             continue
-        table = Table(title=title, title_justify="left")
-        for column in _columns(rows):
-            table.add_column(column, overflow="fold")
-        for row in rows:
-            table.add_row(*(str(row.get(c, "")) for c in _columns(rows)))
-        console.print(table)
+        console.rule(f"[bold]{title}", align="left")
+        for subtitle, rows in found.items():
+            columns = [c for c in _columns(rows) if c not in TERMINAL_OMITS.get(name, ())]
+            if name == "failures":  # kinds no sample of the run has
+                columns = [c for c in columns if any(not str(r[c]).startswith("0 (") for r in rows)]
+            cells = [[str(row.get(c, "")) for c in columns] for row in rows]
+            if _width(columns, cells) > console.width:  # an interval or share under its figure
+                cells = [
+                    [cell.replace(" [", "\n[").replace(" (", "\n(") for cell in line]
+                    for line in cells
+                ]
+            table = Table(
+                title=subtitle or None, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+            )
+            # The first column names the row: its longest word is never cut.
+            first = max(len(word) for line in cells for word in line[0].split() or [""])
+            table.add_column(columns[0], min_width=first)
+            for column in columns[1:]:
+                table.add_column(column)
+            for line in cells:
+                table.add_row(*line)
+            console.print(table)
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {note}")
+
+
+def _width(columns: list[str], cells: list[list[str]]) -> int:
+    """A table's width in columns, each cell on one line (as `terminal` draws it)."""
+    widest = [max(len(text) for text in texts) for texts in zip(columns, *cells, strict=True)]
+    return sum(widest) + 3 * len(widest)
+
+
+def _results_by_task(tables: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The results as one table per task, a run's groups one below the other (its name once)."""
+    by_task: dict[str, dict[str, list[dict]]] = {}
+    for title, rows in tables.items():
+        task, _, group = title.partition(": ")
+        for row in rows:
+            # A task of one group (humaneval, a subset's task) needs no group column.
+            named = {"group": group.removesuffix(" (the headline)")} if group else {}
+            shown = {"run": row["run"]} | named | {k: v for k, v in row.items() if k != "run"}
+            by_task.setdefault(task, {}).setdefault(row["run"], []).append(shown)
+    return {
+        task: [
+            row | {"run": row["run"] if index == 0 else ""}
+            for rows in runs.values()
+            for index, row in enumerate(rows)
+        ]
+        for task, runs in by_task.items()
+    }
 
 
 STYLE = """
@@ -273,6 +355,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2e
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; white-space: nowrap; }
 th { background: #f2f2f2; } td:first-child, th:first-child { text-align: left; }
+td.files { white-space: normal; overflow-wrap: anywhere; min-width: 20em; text-align: left; }
 .scroll { overflow-x: auto; } figure { margin: 1em 0 2em; } figcaption { color: #555; }
 figure svg { max-width: 100%; height: auto; } p.lead { color: #444; max-width: 60em; }
 """
@@ -284,8 +367,7 @@ def html_table(rows: list[dict], name: str) -> str:
     columns = _columns(rows)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in columns) + "</tr>"
-        for r in rows
+        "<tr>" + "".join(_html_cell(c, r.get(c, "")) for c in columns) + "</tr>" for r in rows
     )
     return (
         f'<div class="scroll"><table id="table-{name}"><thead><tr>{head}</tr></thead>'
@@ -293,24 +375,34 @@ def html_table(rows: list[dict], name: str) -> str:
     )
 
 
+def _html_cell(column: str, value) -> str:
+    # File names wrap (anywhere): a run of shards names several long ones.
+    wrap = ' class="files"' if column == "logs" else ""
+    return f"<td{wrap}>{html.escape(str(value))}</td>"
+
+
 def html_page(report: Report) -> str:
     plots = all_plots(report)
-    names = ["runs", "results", "differences", "failures", "gaps"]
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         # Nothing may be fetched: no scripts, styles, fonts or images from anywhere.
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-        "style-src 'unsafe-inline'\">",
+        (
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            "style-src 'unsafe-inline'\">"
+        ),
         f"<title>heval-inspect report</title><style>{STYLE}</style></head><body>",
         "<h1>heval-inspect report</h1>",
     ]
-    for (title, table, text), name in zip(SECTIONS, names, strict=True):
-        parts.append(f"<h2>{html.escape(title)}</h2><p class=\"lead\">{html.escape(text)}</p>")
-        for subtitle, rows in _tables(table, report).items():
+    for title, name, tables, text in SECTIONS:
+        parts.append(f'<h2>{html.escape(title)}</h2><p class="lead">{html.escape(text)}</p>')
+        found = _tables(tables, report)
+        for index, (subtitle, rows) in enumerate(found.items()):
             if subtitle:
                 parts.append(f"<h3>{html.escape(subtitle)}</h3>")
-            parts.append(html_table(rows, f"{name}-{subtitle}" if subtitle else name))
+            parts.append(html_table(rows, name if len(found) == 1 else f"{name}-{index + 1}"))
+        if not found:
+            parts.append(html_table([], name))
         if name == "results":
             parts += [_figure(plots, "pass1"), _figure(plots, "passk")]
         elif name == "differences" and "differences" in plots:
@@ -322,9 +414,10 @@ def html_page(report: Report) -> str:
         parts += [f"<li>{html.escape(note)}</li>" for note in report.notes]
         parts.append("</ul>")
     parts.append(
-        f"<p class=\"lead\">z<sub>0.975</sub> = {Z_95:.4f}, z<sub>0.80</sub> = "
-        f"{Z_POWER_80:.4f}. Paired standard errors as in Miller (2024), Adding Error Bars to "
-        f"Evals, arXiv 2411.00640.</p></body></html>"
+        '<p class="lead">Intervals as in <code>heval_inspect/report/intervals.py</code>: '
+        "Wilson (1927) on Kish's effective sample size, Student's t on Satterthwaite's effective "
+        "degrees of freedom; paired standard errors as in Miller (2024), Adding Error Bars to "
+        "Evals, arXiv 2411.00640.</p></body></html>"
     )
     return "\n".join(parts)
 
@@ -350,7 +443,7 @@ def write_all(report: Report, out: Path) -> dict[str, Path]:
     files["markdown"].write_text(markdown(report), encoding="utf-8")
     files["html"].write_text(html_page(report), encoding="utf-8")
     write_csv(files["results"], results_csv_rows(report))
-    write_csv(files["differences"], differences_table(report, raw=True))
-    write_csv(files["failures"], failures_table(report, raw=True))
-    write_csv(files["gaps"], gaps_table(report, raw=True))
+    write_csv(files["differences"], differences_csv_rows(report))
+    write_csv(files["failures"], failures_csv_rows(report))
+    write_csv(files["gaps"], gaps_csv_rows(report))
     return files

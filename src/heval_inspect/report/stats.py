@@ -2,37 +2,34 @@
 
 A run's figures are the metric's own (`metrics.summarise`, on the tasks read from its logs), so a
 report of one log repeats the log's figures, and a report of a run's shards gives the unsharded
-run's. Each interval is the figure +- z_0.975 x its standard error, clustered by HumanEval problem.
+run's. Each rate's 95% interval is Wilson's on the effective number of tasks, clustered by
+HumanEval problem (`intervals`): inside [0, 1], and none from fewer than two problems.
 
 Two runs are compared on the tasks both ran (Miller 2024, "Adding Error Bars to Evals", arXiv
 2411.00640, section 4): per task the difference d_i of the two runs' per-task values (pass@k, an
 exact-match share), the difference D = sum_i w_i d_i with the group's weights, its paired standard
-error clustered by problem (the metric's formula applied to d_i), the interval D +- z_0.975 SE,
-the two-sided p-value erfc(|D / SE| / sqrt 2) of a normal test of D = 0, and the minimum
-detectable effect (z_0.975 + z_0.80) x SE: the smallest true difference this set of tasks finds
-with 80% power at 5% significance, given the spread observed.
+error clustered by problem (the metric's formula applied to d_i), the interval D +- t SE, the
+two-sided p-value of D = 0, and the minimum detectable effect (t_0.975 + t_0.80) x SE: the
+smallest true difference this set of tasks finds with 80% power at 5% significance, given the
+spread observed; t is Student's, with the effective degrees of freedom of the clustered variance.
 """
 
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
 from ..metrics import (
     blends,
-    clustered_stderr,
-    problem_numbers,
     reportable_ks,
     subset_order,
     summarise,
     task_values,
-    weighted_mean,
 )
+from . import intervals
+from .intervals import Spread
 from .runs import ReportError, Run
 
-Z_95 = NormalDist().inv_cdf(0.975)  # 1.959963984540054
-Z_POWER_80 = NormalDist().inv_cdf(0.80)  # 0.8416212335729143
 FIGURES = ("exact_match", "exact_match_stripped")
 
 
@@ -67,16 +64,34 @@ def group_name(prefix: str, subsets: np.ndarray) -> str:
 
 @dataclass(frozen=True)
 class Figure:
+    """A rate (the metric's value and clustered standard error) and its 95% interval."""
+
     value: float
     stderr: float
+    interval: tuple[float, float] | None  # None: from fewer than two problems
 
     @property
     def low(self) -> float:
-        return self.value - Z_95 * self.stderr
+        return math.nan if self.interval is None else self.interval[0]
 
     @property
     def high(self) -> float:
-        return self.value + Z_95 * self.stderr
+        return math.nan if self.interval is None else self.interval[1]
+
+
+def spread(tasks: dict, name: str, values: np.ndarray, weights: np.ndarray) -> Spread:
+    """The spread of a figure's per-task values over the tasks of weight > 0."""
+    chosen = weights > 0
+    return intervals.spread(
+        values[chosen], weights[chosen], tasks["problem"][chosen], trials(tasks, name)[chosen]
+    )
+
+
+def trials(tasks: dict, name: str) -> np.ndarray:
+    """The independent trials behind each task's value of a figure: its epochs (a share of
+    them), or for pass@k its epochs / k (pass@k of n epochs weighs about n / k draws of k)."""
+    k = int(name.removeprefix("pass@")) if name.startswith("pass@") else 1
+    return tasks["epochs"] / k
 
 
 @dataclass
@@ -97,22 +112,34 @@ def results(run: Run) -> Results:
         raise ReportError(f"{run.label} ({', '.join(run.files)}) has no scored sample.")
     ks = reportable_ks(tasks, run.ks)
     figures = summarise(tasks, ks, run.per_subset)
+    values = task_values(tasks, ks)
     rows, _ = blends(tasks["subset"], tasks["problem"], run.per_subset)
-    names = [f"pass@{k}" for k in ks] + list(FIGURES)
     groups: dict[str, dict[str, Figure]] = {}
     counts: dict[str, int] = {}
     for prefix, weights in rows.items():
         group = group_name(prefix, tasks["subset"])
         groups[group] = {
-            name: Figure(figures[prefix + name], figures[f"{prefix}{name}_stderr"])
-            for name in names
+            name: Figure(
+                figures[prefix + name],
+                figures[f"{prefix}{name}_stderr"],
+                intervals.rate_interval(spread(tasks, name, per_task, weights)),
+            )
+            for name, per_task in values.items()
         }
         counts[group] = int(np.count_nonzero(weights))
-    # pass@k against k, for the plot: every k the run's epochs allow, over the headline group.
+    # pass@k against k, for the plot: every k the run's epochs allow, over all the run's tasks.
     n_min = int(tasks["epochs"].min())
-    every_k = summarise(tasks, list(range(1, n_min + 1)), per_subset=False)
+    every_k = list(range(1, n_min + 1))
+    figures = summarise(tasks, every_k, per_subset=False)
+    values = task_values(tasks, every_k)
+    everything = np.ones(len(tasks["id"]))
     pass_at = {
-        k: Figure(every_k[f"pass@{k}"], every_k[f"pass@{k}_stderr"]) for k in range(1, n_min + 1)
+        k: Figure(
+            figures[f"pass@{k}"],
+            figures[f"pass@{k}_stderr"],
+            intervals.rate_interval(spread(tasks, f"pass@{k}", values[f"pass@{k}"], everything)),
+        )
+        for k in every_k
     }
     return Results(run, groups, counts, (n_min, int(tasks["epochs"].max())), ks, pass_at)
 
@@ -123,38 +150,61 @@ class Difference:
 
     group: str
     figure: str
-    baseline_value: float
-    other_value: float
-    difference: float
-    stderr: float
+    baseline: Spread  # of the baseline's per-task values
+    other: Spread
+    spread: Spread  # of the per-task differences
     tasks: int
-    problems: int
     other_better: int  # tasks where `other`'s per-task value is higher
     baseline_better: int
     same: int
 
     @property
+    def baseline_value(self) -> float:
+        return self.baseline.value
+
+    @property
+    def other_value(self) -> float:
+        return self.other.value
+
+    @property
+    def difference(self) -> float:
+        return self.spread.value
+
+    @property
+    def stderr(self) -> float:
+        return self.spread.stderr
+
+    @property
+    def problems(self) -> int:
+        return self.spread.problems
+
+    @property
+    def degrees_of_freedom(self) -> float:
+        return self.spread.degrees_of_freedom
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return intervals.difference_interval(self.spread, self.baseline, self.other)
+
+    @property
     def low(self) -> float:
-        return self.difference - Z_95 * self.stderr
+        return math.nan if self.interval is None else self.interval[0]
 
     @property
     def high(self) -> float:
-        return self.difference + Z_95 * self.stderr
+        return math.nan if self.interval is None else self.interval[1]
 
     @property
-    def z(self) -> float | None:
+    def t(self) -> float | None:
         return self.difference / self.stderr if self.stderr > 0 else None
 
     @property
     def p_value(self) -> float | None:
-        """Two-sided, normal: erfc(|z| / sqrt 2); None when there is no spread to test by."""
-        z = self.z
-        return None if z is None else math.erfc(abs(z) / math.sqrt(2))
+        return intervals.p_value(self.spread)
 
     @property
     def minimum_detectable(self) -> float:
-        """(z_0.975 + z_0.80) x SE: the smallest difference found with 80% power at 5%."""
-        return (Z_95 + Z_POWER_80) * self.stderr
+        return intervals.minimum_detectable(self.spread)
 
 
 @dataclass
@@ -163,8 +213,9 @@ class Comparison:
     other: Run
     differences: list[Difference]
     common_tasks: int
-    only_baseline: int  # tasks that only the baseline ran
-    only_other: int
+    common_problems: int
+    only_baseline: tuple[int, int]  # tasks (and their problems) only the baseline ran: left out
+    only_other: tuple[int, int]
 
 
 def why_not_comparable(a: Run, b: Run) -> list[str]:
@@ -204,32 +255,38 @@ def compare(baseline: Run, other: Run) -> Comparison:
     ks = sorted(set(reportable_ks(a, baseline.ks)) & set(reportable_ks(b, other.ks))) or []
     values_a, values_b = task_values(a, ks), task_values(b, ks)
     rows, _ = blends(a["subset"], a["problem"], baseline.per_subset)
-    problem_index = problem_numbers(a["problem"])
     differences = []
     for name in values_a:
         d = values_b[name] - values_a[name]
         for prefix, weights in rows.items():
             chosen = weights > 0
-            share = weights[chosen] / math.fsum(weights[chosen])
             differences.append(
                 Difference(
                     group=group_name(prefix, a["subset"]),
                     figure=name,
-                    baseline_value=weighted_mean(values_a[name][chosen], share),
-                    other_value=weighted_mean(values_b[name][chosen], share),
-                    difference=weighted_mean(d[chosen], share),
-                    stderr=clustered_stderr(d[chosen], share, problem_index[chosen]),
+                    baseline=spread(a, name, values_a[name], weights),
+                    other=spread(b, name, values_b[name], weights),
+                    spread=intervals.spread(d[chosen], weights[chosen], a["problem"][chosen]),
                     tasks=int(chosen.sum()),
-                    problems=len(np.unique(problem_index[chosen])),
                     other_better=int((d[chosen] > 0).sum()),
                     baseline_better=int((d[chosen] < 0).sum()),
                     same=int((d[chosen] == 0).sum()),
                 )
             )
     return Comparison(
-        baseline, other, differences, len(common), len(ids_a) - len(common),
-        len(ids_b) - len(common),
+        baseline, other, differences, len(common), len(np.unique(a["problem"])),
+        _left_out(baseline, common, a["problem"]), _left_out(other, common, a["problem"]),
     )  # fmt: skip
+
+
+def _left_out(run: Run, common: np.ndarray, compared: np.ndarray) -> tuple[int, int]:
+    """How many of `run`'s tasks are not compared, and of its problems none of whose tasks is."""
+    samples = run.samples
+    outside = ~np.isin(samples.task_id, common)
+    return (
+        len(np.unique(samples.task_id[outside])),
+        len(np.setdiff1d(np.unique(samples.problem), compared)),
+    )
 
 
 def pairs(runs: list[Run], baseline: str | None) -> list[tuple[Run, Run]]:

@@ -1,0 +1,115 @@
+"""The report's 95% intervals (`report/intervals.py`) on small hand-made cases: inside [0, 1],
+never of zero width, none from one problem, Wilson's with Student's t on one task per problem; and
+how the report writes p-values."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from heval_inspect.report.intervals import (
+    difference_interval,
+    minimum_detectable,
+    p_value,
+    rate_interval,
+    spread,
+)
+from heval_inspect.report.render import p_value as shown_p
+
+
+def one_task_per_problem(values: list[float]):
+    return spread(np.array(values, dtype=float), np.ones(len(values)), np.arange(len(values)))
+
+
+def test_one_task_per_problem_is_wilsons_interval_with_students_t():
+    values = [1, 1, 1, 0, 1, 1, 1, 1]
+    g, p = len(values), 7 / 8
+    q = stats.t.ppf(0.975, g - 1)
+    centre = (p + q * q / (2 * g)) / (1 + q * q / g)
+    half = q / (1 + q * q / g) * math.sqrt(p * (1 - p) / g + q * q / (4 * g * g))
+    assert rate_interval(one_task_per_problem(values)) == pytest.approx(
+        (centre - half, centre + half), abs=1e-12
+    )
+
+
+@pytest.mark.parametrize("values", [[1] * 5, [0] * 5, [1] * 164, [0] * 164])
+def test_an_interval_at_0_or_1_stays_in_range_and_has_width(values):
+    low, high = rate_interval(one_task_per_problem(values))
+    assert 0 <= low < high <= 1
+    # At 1, the lower bound is Wilson's with all problems passing: (n / (n + q^2)).
+    q2 = stats.t.ppf(0.975, len(values) - 1) ** 2
+    bound = len(values) / (len(values) + q2)
+    assert (low if values[0] else 1 - high) == pytest.approx(bound, abs=1e-12)
+
+
+def test_intervals_stay_in_range_where_figure_plus_minus_two_errors_did_not():
+    # A subset of 2 problems x 3 tasks, nearly all passing: the old 0.833 +- 1.96 x 0.167
+    # reached 1.16.
+    s = spread(np.array([1, 1, 1, 1, 1, 0.0]), np.ones(6), np.array([0, 0, 0, 1, 1, 1]))
+    assert s.value + 1.959963984540054 * s.stderr > 1
+    low, high = rate_interval(s)
+    assert 0 <= low < s.value < high <= 1
+
+
+def test_a_figure_from_one_problem_has_no_interval():
+    s = spread(np.array([1.0, 0.0, 1.0]), np.ones(3), np.zeros(3))
+    assert s.problems == 1 and math.isnan(s.stderr)
+    assert rate_interval(s) is None and difference_interval(s, s, s) is None
+    assert p_value(s) is None
+
+
+def test_epochs_count_as_trials_up_to_their_number():
+    # 40 problems, one task each, 4 epochs: a task's pass@1 is a share of 4 draws, so the
+    # effective number of trials may exceed the 40 tasks, up to 160; with one epoch, 40.
+    values = np.tile([1.0, 0.75, 0.5, 0.25, 0.75], 8)
+    many = spread(values, np.ones(40), np.arange(40), np.full(40, 4))
+    one = spread(values, np.ones(40), np.arange(40))
+    assert (many.trials_weighted, one.trials_weighted) == pytest.approx((160, 40))
+    n = many.value * (1 - many.value) / many.stderr**2
+    assert 40 < n < 160
+    (low, high), (low_1, high_1) = rate_interval(many), rate_interval(one)
+    assert low_1 < low < high < high_1
+
+
+def test_weights_count_as_kish_effective_numbers():
+    # Two tasks on problem 0 weigh 1/4 each, one on problem 1 weighs 1/2.
+    s = spread(np.array([1.0, 0.0, 1.0]), np.array([1, 1, 2]), np.array([0, 0, 1]))
+    assert s.value == pytest.approx(0.75)
+    assert s.tasks_weighted == pytest.approx(1 / (1 / 16 + 1 / 16 + 1 / 4))
+    assert s.problems_weighted == pytest.approx(2.0)
+
+
+def test_a_difference_uses_students_t_on_the_problems():
+    d = [0, -1, -1, -1, 0, -1, 0, 0, -1, 0]
+    s = one_task_per_problem(d)
+    baseline, other = one_task_per_problem([1] * 10), one_task_per_problem([1 + x for x in d])
+    t = stats.t(len(d) - 1)
+    assert p_value(s) == pytest.approx(2 * t.sf(abs(s.value / s.stderr)), abs=1e-12)
+    assert difference_interval(s, baseline, other) == pytest.approx(
+        (s.value - t.ppf(0.975) * s.stderr, s.value + t.ppf(0.975) * s.stderr), abs=1e-12
+    )
+    assert minimum_detectable(s) == pytest.approx((t.ppf(0.975) + t.ppf(0.8)) * s.stderr)
+
+
+@pytest.mark.parametrize("rate", [0, 1, 0.6])
+def test_two_runs_that_agree_on_every_task_get_the_interval_of_two_independent_rates(rate):
+    # Every per-task difference 0, so SE 0: D +- t SE would be [0, 0], certainty from nothing.
+    runs = [1.0] * int(10 * rate) + [0.0] * (10 - int(10 * rate))
+    a = b = one_task_per_problem(runs)
+    s = one_task_per_problem([0.0] * 10)
+    (low_a, high_a), (low_b, high_b) = rate_interval(a), rate_interval(b)
+    low, high = difference_interval(s, a, b)
+    assert low == pytest.approx(-math.hypot(b.value - low_b, high_a - a.value), abs=1e-12)
+    assert high == pytest.approx(math.hypot(high_b - b.value, a.value - low_a), abs=1e-12)
+    assert -1 < low < 0 < high < 1
+    assert p_value(s) is None and math.isnan(minimum_detectable(s))
+
+
+@pytest.mark.parametrize(
+    "p, shown",
+    [(1.0, "1.0"), (0.5, "0.50"), (0.026, "0.026"), (0.0123, "0.012"), (0.001, "0.0010"),
+     (0.00099, "<0.001"), (2.2e-05, "<0.001"), (None, "n/a")],
+)  # fmt: skip
+def test_p_values_have_two_significant_digits(p, shown):
+    assert shown_p(p) == shown
