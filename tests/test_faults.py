@@ -258,6 +258,7 @@ def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path
 def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):
     log_dir = tmp_path / "logs"
     environment = os.environ | {"HEVAL_POOL_SIZE": "1"}
+    others = set(pool_containers())  # other runs' on this engine may come and go
     run = subprocess.Popen(
         [
             INSPECT, "eval", "heval_inspect/humaneval_infilling", "--model", "none",
@@ -267,9 +268,12 @@ def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):
         ],
         env=environment,
     )  # fmt: skip
-    # Pool start-up, then some of the 40 one-second samples (half-second ones all ended within
-    # the 10 s once, on an idle machine).
-    time.sleep(10)
+    # Interrupted once its programs run (a fixed wait once fell in the pool's start-up on a busy
+    # machine, and the run went on to the end), after a few of the 40 one-second programs.
+    started = WhenAProgramStarts(lambda container: ["exec", container, "true"], ignore=others)
+    started.join(timeout=90)
+    assert started.done
+    time.sleep(3)
     run.send_signal(signal.SIGINT)
     run.wait(timeout=60)
     [interrupted] = [read_eval_log(info) for info in list_eval_logs(str(log_dir))]
