@@ -1,6 +1,6 @@
 """A perfect model on the whole benchmark: pass@1 per subset, per chat style and per FIM family.
 
-The perfect model (tests/perfect_model.py) answers every task with its canonical span, over HTTP
+The perfect model (`heval_inspect.testing.perfect_model`) answers every task with its canonical span, over HTTP
 on 127.0.0.1, in each chat style (through Inspect's `openai` provider, chat completions API) and
 in each FIM family's raw form (through `openai-api-completions`). Every answer goes through the
 package's solver, extraction and scorer and runs in the default `pool` sandbox, so anything below
@@ -18,10 +18,6 @@ import argparse
 import os
 import sys
 import tempfile
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the perfect model lives with the tests
 
 from inspect_ai import eval as inspect_eval
 from inspect_ai import task_with
@@ -30,7 +26,7 @@ from inspect_ai.model import get_model
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.prompts import FIM_FORMATS
 from heval_inspect.tasks import humaneval, humaneval_infilling
-from tests.perfect_model import CHAT_STYLES, PerfectModelServer
+from heval_inspect.testing.perfect_model import CHAT_STYLES, PerfectModelServer
 
 COLUMNS = [*SUBSETS, "humaneval"]
 

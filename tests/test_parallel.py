@@ -87,18 +87,18 @@ CONTAINER = {"memory": 1792 << 20, "files": 64 * 256}
 @pytest.mark.parametrize(
     "cpus, memory, files, size",
     [
-        (2, 24 << 30, 2_466_093, 2),  # this machine: one container per CPU
+        (2, 24 << 30, 2_466_093, 2),  # this machine: one container per usable core
         (64, 64 << 30, 6_000_000, 18),  # many CPUs: as many as half the memory holds
         (8, 64 << 30, 100_000, 3),  # a small file table: as many as half of it holds
         (4, 2 << 30, None, 1),  # at least one, whatever the machine
-        (4, None, None, 4),  # nothing known of the machine: one per CPU
+        (4, None, None, 4),  # nothing known of the machine: one per usable core
     ],
 )
 def test_a_pool_takes_at_most_half_the_machine(cpus, memory, files, size, monkeypatch):
     from heval_inspect.sandbox.pool import pool_size
 
     monkeypatch.delenv("HEVAL_POOL_SIZE", raising=False)
-    monkeypatch.setattr("os.cpu_count", lambda: cpus)
+    monkeypatch.setattr("heval_inspect.sandbox.pool.usable_cores", lambda: cpus)
     assert pool_size(memory, files, CONTAINER) == size
 
 

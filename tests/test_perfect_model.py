@@ -1,6 +1,6 @@
 """A perfect model over HTTP scores 1.0: real providers, real solver and extraction, real sandbox.
 
-The server (perfect_model.py) answers on 127.0.0.1 as OpenAI's and Anthropic's APIs do, in every
+The server (`heval_inspect.testing.perfect_model`) answers on 127.0.0.1 as OpenAI's and Anthropic's APIs do, in every
 chat style and every FIM family's raw form; Inspect's own `openai`, `anthropic`,
 `openai-api-completions` and `vllm-completions` providers talk to it. A selection of tasks covers
 the four infilling subsets and HumanEval, empty and whitespace-only random spans, and spans that
@@ -15,8 +15,7 @@ from inspect_ai.model import get_model
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.prompts import FIM_FORMATS
 from heval_inspect.tasks import FIM_MAX_TOKENS, humaneval, humaneval_infilling
-
-from .perfect_model import CHAT_STYLES, PerfectModelServer
+from heval_inspect.testing.perfect_model import CHAT_STYLES, PerfectModelServer
 
 pytestmark = pytest.mark.docker
 

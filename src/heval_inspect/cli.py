@@ -5,7 +5,8 @@ import sys
 
 from .errors import DataError
 from .export import export_results
-from .parallel import run_parallel, usable_cores
+from .host import usable_cores
+from .parallel import run_parallel
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_cache_dir
-
 from .errors import DataError
+from .host import cache_dir
 
 # Upstream commits the checksums below were taken from (openai/human-eval-infilling and
 # openai/human-eval on GitHub).
@@ -120,11 +119,6 @@ class ProblemFile:
     def source(self) -> str:
         """What its samples point at: the file's name and the start of its SHA-256."""
         return f"{self.path.name}@{self.sha256[:12]}"
-
-
-def cache_dir(kind: str = "data") -> Path:
-    """The package's folder of `kind` in the user's cache folder (downloads: "data")."""
-    return Path(user_cache_dir("heval_inspect")) / kind
 
 
 def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> list[dict]:

@@ -12,18 +12,7 @@ from pathlib import Path
 from inspect_ai.log import read_eval_log
 
 from .errors import DataError
-
-SCORER = "unit_tests"
-
-
-def completion_file_of(log) -> str | None:
-    """The completion file a log replayed: the task's `samples` or the replay solver's."""
-    if log.eval.task_args.get("samples"):
-        return log.eval.task_args["samples"]
-    for step in log.plan.steps:
-        if step.solver.endswith("replay") and "samples" in step.params:
-            return step.params["samples"]
-    return None
+from .schema import SCORER, completion_file_of
 
 
 def export_results(log_file: str, samples: str | None = None, out: str | None = None) -> Path:

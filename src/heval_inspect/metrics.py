@@ -33,6 +33,7 @@ from inspect_ai.scorer import Metric, SampleScore, Value, metric
 
 from .data import SUBSETS
 from .errors import TaskArgumentError
+from .schema import is_ours
 
 logger = logging.getLogger(__name__)
 
@@ -273,7 +274,7 @@ class KTooLargeWarning(Hooks):
     """Tells, once at the start of a task of ours, which pass@k its epochs cannot give."""
 
     async def on_task_start(self, data: TaskStart) -> None:
-        if not (data.spec.task_registry_name or "").startswith("heval_inspect/"):
+        if not is_ours(data.spec.task_registry_name):
             return
         epochs = data.spec.config.epochs or 1
         too_large = [k for k in parse_ks(data.spec.task_args.get("k", 1)) if k > epochs]

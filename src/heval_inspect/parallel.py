@@ -22,14 +22,6 @@ from .sandbox.pool import (
 )
 
 
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity, else the machine's)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def pool_sizes(shards: int, cores: int) -> list[int]:
     """Containers per shard: `cores` shared out as evenly as they go, at least one each."""
     base, extra = divmod(cores, shards)

@@ -19,6 +19,7 @@ from inspect_ai.hooks import Hooks, TaskStart, hooks
 from . import prompts
 from .prompts import FimFormat
 from .sandbox.provenance import image_ids, limits, sandbox_provenance
+from .schema import is_ours
 
 PACKAGE = "heval-inspect"
 PACKAGE_DIR = Path(__file__).parent
@@ -88,7 +89,7 @@ class SandboxImages(Hooks):
     """
 
     async def on_task_start(self, data: TaskStart) -> None:
-        if not (data.spec.task_registry_name or "").startswith("heval_inspect/"):
+        if not is_ours(data.spec.task_registry_name):
             return
         sandbox = (data.spec.metadata or {}).get("provenance", {}).get("sandbox", {})
         if sandbox.get("image"):

@@ -36,6 +36,7 @@ from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
+from .schema import SCORER
 from .scorer import unit_tests
 from .shard import apply_shard, parse_shard
 from .solvers import infill_chat, infill_fim, replay
@@ -220,7 +221,7 @@ def _task(
         headline_metric=(
             None
             if scorer
-            else HeadlineMetric(scorer="unit_tests", metric=headline_name(ks, per_subset))
+            else HeadlineMetric(scorer=SCORER, metric=headline_name(ks, per_subset))
         ),
         sandbox=_sandbox(sandbox),
         version=task_version(version),

@@ -1,10 +1,5 @@
-"""`heval-inspect report`: which model is better, by how much, and why programs fail.
-
-The report is a function of its logs. `runs` reads them (Inspect's API) into one tidy table of
-samples per run, merging shards; `stats` derives each run's figures with intervals and the paired
-differences; `failures` the kinds of failure and the gap shapes; `plots` the figures; `render`
-the terminal, Markdown, CSV and HTML views. Each view is a small function of the `Report`.
-"""
+"""The report as data: each run's results, the paired comparisons, the failure kinds and the
+pass@1 by gap shape, computed once from the logs (`build_report`) for every view to format."""
 
 from dataclasses import dataclass, field
 
@@ -31,8 +26,6 @@ from .stats import (
     results,
     tasks_of,
 )
-
-__all__ = ["Report", "ReportError", "build_report"]
 
 RANDOM_SPAN = ("random_span", "random_span_light")
 

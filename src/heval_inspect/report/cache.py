@@ -19,7 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from ..data import cache_dir
+from ..host import cache_dir
 
 
 def key(file: str, reader: str) -> dict[str, Any] | None:

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import DATA_DIR_ENV, HUMANEVAL, SUBSETS, cache_dir, read_problems, sha256_of
+from ..data import DATA_DIR_ENV, HUMANEVAL, SUBSETS, read_problems, sha256_of
+from ..host import cache_dir
 
 KINDS = (
     "passed",

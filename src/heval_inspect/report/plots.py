@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import Report  # noqa: E402
+from .build import Report  # noqa: E402
 from .failures import KINDS  # noqa: E402
 from .stats import Figure  # noqa: E402
 

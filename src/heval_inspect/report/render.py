@@ -14,7 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from . import Report
+from .build import Report
 from .failures import KINDS
 from .plots import all_plots
 from .stats import Figure

@@ -39,12 +39,11 @@ from inspect_ai.log import (
 )
 
 from ..errors import DataError
-from ..export import SCORER, completion_file_of
+from ..host import usable_cores
 from ..metrics import parse_ks
-from ..parallel import usable_cores
+from ..schema import SCORER, TASK_PREFIX, completion_file_of, is_ours
 from . import cache
 
-PACKAGE_TASKS = "heval_inspect/"
 # Logs of more bytes than this in all (a few thousand samples, seconds of parsing) are read by
 # several processes (28 MiB of real logs, 8,652 samples: 7.0 s in two processes, 9.6 s in one).
 PARALLEL_BYTES = 8 << 20
@@ -243,7 +242,7 @@ def _read_log(file: str) -> Log:
     """A log's run from its header (its samples not yet read), its shard and its status."""
     header = read_eval_log(file, header_only=True)
     spec = header.eval
-    if not (spec.task_registry_name or "").startswith(PACKAGE_TASKS):
+    if not is_ours(spec.task_registry_name):
         raise ReportError(
             f"{file} is a log of {spec.task_registry_name or spec.task}, not of one of "
             f"heval_inspect's tasks: give only logs of heval_inspect/... tasks."
@@ -256,7 +255,7 @@ def _read_log(file: str) -> Log:
     run = Run(
         name=run_name(header),
         model=spec.model,
-        task=spec.task_registry_name.removeprefix(PACKAGE_TASKS),
+        task=spec.task_registry_name.removeprefix(TASK_PREFIX),
         version=str(metadata.get("full_task_version", f"{spec.task_version}-?")),
         comparability=int(metadata.get("task_comparability_version", spec.task_version)),
         problems_sha256=tuple(sorted(f["sha256"] for f in problem_files)),

@@ -32,6 +32,7 @@ from inspect_ai.util import (
 )
 
 from ..errors import DockerUnavailableError, PoolSizeError
+from ..host import usable_cores
 from . import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure, compose_service
 
 logger = logging.getLogger(__name__)
@@ -155,9 +156,7 @@ class Pool:
         async with self.replacing:
             await _docker("rm", "-f", executor.container)
             executor.container = (await self.start_containers())[0]
-        logger.info(
-            "heval_pool: replaced sandbox container %s: %s", executor.container[:12], why
-        )
+        logger.info("heval_pool: replaced sandbox container %s: %s", executor.container[:12], why)
         await executor.start()
 
     async def start_containers(self) -> list[str]:
@@ -231,23 +230,23 @@ def containers_the_machine_holds(
 ) -> int:
     """How many containers, each taking all it may (`container`: its memory, and the open files
     of all its processes), hold at most half of the machine's memory and of its file table
-    together (at least one; one per CPU when nothing is known of the machine)."""
+    together (at least one; one per usable core when nothing is known of the machine)."""
     shares = [
         (total // 2) // need
         for total, need in ((machine_memory, container["memory"]), (file_table, container["files"]))
         if total
     ]
-    return max(1, min(shares, default=os.cpu_count() or 1))
+    return max(1, min(shares, default=usable_cores()))
 
 
 def pool_size(machine_memory: int | None, file_table: int | None, container: dict) -> int:
-    """How many containers the pool starts: HEVAL_POOL_SIZE, else one per CPU, and never more
+    """How many containers the pool starts: HEVAL_POOL_SIZE, else one per usable core, never more
     than the machine holds (see `containers_the_machine_holds`): more than that on request is
     refused, since the programs of one run could then starve the machine."""
     most = containers_the_machine_holds(machine_memory, file_table, container)
     value = os.environ.get(POOL_SIZE_ENV)
     if value is None:
-        return min(os.cpu_count() or 1, most)
+        return min(usable_cores(), most)
     if not value.isdigit() or int(value) < 1:
         raise PoolSizeError(f"{POOL_SIZE_ENV} must be a whole number of containers, 1 or more.")
     if int(value) > most:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal, Self
 
-from heval_inspect.prompts import FIM_FORMATS, FimFormat, chat_prompt, fim_prompt
+from ..prompts import FIM_FORMATS, FimFormat, chat_prompt, fim_prompt
 
 # What a model may write after its stop token: never part of the middle.
 GARBAGE = "\ndef unrelated():\n    return 'after the stop token'\n"
