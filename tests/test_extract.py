@@ -39,6 +39,7 @@ def same_syntax_tree(program: str, canonical: str) -> bool:
         return False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", EXACT_STYLES)
 def test_each_chat_style_gives_back_the_canonical_span_of_every_task(style, every_task):
     wrong = []
@@ -50,6 +51,7 @@ def test_each_chat_style_gives_back_the_canonical_span_of_every_task(style, ever
     assert per_subset(wrong) == {}, wrong[:5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", INEXACT_STYLES)
 def test_answers_without_their_final_line_break_give_the_canonical_program(style, every_task):
     # Exactly the canonical program, up to line breaks that Python ignores (same syntax tree).

@@ -126,6 +126,7 @@ def test_unknown_task_argument_is_an_error_naming_the_arguments():
         humaneval(sandbox="podman")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argument, message",
     [
