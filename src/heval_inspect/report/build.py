@@ -14,7 +14,7 @@ from .failures import (
     mid_line,
     problem_texts,
 )
-from .intervals import rate_interval, spread
+from .intervals import rate_interval
 from .runs import ReportError, Run, read_runs
 from .stats import (
     Comparison,
@@ -24,6 +24,7 @@ from .stats import (
     ordered_groups,
     pairs,
     results,
+    spread,
     tasks_of,
 )
 
@@ -115,12 +116,11 @@ def _gaps(run: Run) -> tuple[list[GapRow], str | None]:
     tasks = tasks_of(run)
     ids, first, subsets = tasks["id"], tasks["first"], tasks["subset"]
     per_task = tasks["passed"] / tasks["epochs"]  # pass@1
-    problems, epochs = tasks["problem"], tasks["epochs"]
     buckets = np.array([gap_bucket(gap_lines(samples.target[i])) for i in first], dtype=object)
     rows = []
 
     def add(subset: str, by: str, bucket: str, chosen: np.ndarray) -> None:
-        s = spread(per_task[chosen], np.ones(int(chosen.sum())), problems[chosen], epochs[chosen])
+        s = spread(tasks, "pass@1", per_task, chosen.astype(float))
         figure = Figure(s.value, s.stderr, rate_interval(s))
         rows.append(GapRow(run.label, subset, by, bucket, int(chosen.sum()), figure))
 

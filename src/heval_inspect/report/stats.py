@@ -16,6 +16,7 @@ spread observed; t is Student's, with the effective degrees of freedom of the cl
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -182,7 +183,7 @@ class Difference:
     def degrees_of_freedom(self) -> float:
         return self.spread.degrees_of_freedom
 
-    @property
+    @cached_property  # read by low and high, in every view
     def interval(self) -> tuple[float, float] | None:
         return intervals.difference_interval(self.spread, self.baseline, self.other)
 
