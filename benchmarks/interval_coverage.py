@@ -78,7 +78,7 @@ class Structure:
 
 STRUCTURES = (
     Structure("a", "one task per problem (HumanEval, random-span-light)", 1, 1, 0.3),
-    Structure("b", "one task per problem, 3 epochs (the README's example shape)", 1, 3, 0.3),
+    Structure("b", "one task per problem, 3 epochs (docs/report.md's example shape)", 1, 3, 0.3),
     Structure("c", "6 tasks per problem, ICC 0.3 (single-line infilling)", 6, 1, 0.3),
     Structure("d", "35 tasks per problem, ICC 0.3 (multi-line infilling)", 35, 1, 0.3),
     Structure("e", "35 tasks per problem, ICC 0.6 (heavily clustered)", 35, 1, 0.6),

@@ -185,7 +185,7 @@ def ours(
         "none",
         "--display",
         "none",
-        # Batch settings for a large non-interactive run (see the README): no live sample buffer
+        # Batch settings for a large non-interactive run (docs/scale.md): no live sample buffer
         # for `inspect view`, no metrics recomputed for a display nobody watches.
         "--no-log-realtime",
         "--no-score-display",

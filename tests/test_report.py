@@ -40,7 +40,7 @@ def clustered(values: list[float]) -> tuple[float, float]:
 
 
 def wilson(p: float, stderr: float, g: int, trials: float) -> tuple[float, float]:
-    """The report's interval with one task per problem, by the README's formulas: Wilson's on
+    """The report's interval with one task per problem, by docs/report.md's formulas: Wilson's on
     n = p (1 - p) / SE^2 kept within [g, g x trials], with Student's t on g - 1 degrees."""
     n = min(max(p * (1 - p) / stderr**2, g), g * trials) if 0 < p < 1 else g
     q = stats.t.ppf(0.975, g - 1)
@@ -426,8 +426,8 @@ def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypa
 
 
 @docker
-def test_the_readme_shows_what_the_command_prints(report_logs, tmp_path):
-    # README, *Compare models*: the report of the two replayed files, as printed into a pipe.
+def test_the_docs_show_what_the_command_prints(report_logs, tmp_path):
+    # docs/report.md: the report of the two replayed files, as printed into a pipe.
     run = subprocess.run(
         [str(Path(sys.executable).with_name("heval-inspect")), "report",
          str(Path(report_logs["canonical"]).parent), "--baseline", "canonical", "--out",
@@ -436,7 +436,7 @@ def test_the_readme_shows_what_the_command_prints(report_logs, tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     printed = re.sub(r"\n\n+", "\n\n", "\n".join(line.rstrip() for line in run.stdout.splitlines()))
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[1] / "docs" / "report.md").read_text(encoding="utf-8")
     shown = readme.split("print:\n\n```text\n", 1)[1].split("```", 1)[0]
     assert printed.strip() == shown.strip()
 

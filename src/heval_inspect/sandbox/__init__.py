@@ -16,7 +16,7 @@ EXECUTOR_SOURCE = (SANDBOX_DIR / "executor.py").read_text()
 DEFAULT_TIMEOUT = 3.0
 WALL_CLOCK_FACTOR = 10
 # Address space for each process of a program (RLIMIT_AS), in MiB: the reference harness sets none,
-# so a program that needs more fails here only (the deliberate deviation the README names). It is
+# so a program that needs more fails here only (a deliberate deviation: docs/sandbox.md). It is
 # at most what the container (1,792 MiB in compose.yaml) leaves to programs once the executor's
 # out-of-memory decoy holds its 256 MiB.
 DEFAULT_MEMORY_MIB = 1024
