@@ -46,20 +46,21 @@ from inspect_ai.scorer import Score  # noqa: E402
 from heval_inspect.data import SUBSETS, load_official  # noqa: E402
 from heval_inspect.explanation import explain, fenced  # noqa: E402
 from heval_inspect.prompts import chat_prompt  # noqa: E402
+from heval_inspect.schema import MEAN_FIGURES, PASSED, Cause, Execution  # noqa: E402
 from heval_inspect.scorer import assemble_program  # noqa: E402
 from heval_inspect.shard import split  # noqa: E402
 from heval_inspect.tasks import humaneval_infilling, problem_id  # noqa: E402
 
 # Failures of each kind: (verdict, reason, error, share among failures).
+# (status, cause, reason, error, share): the failures of a chat model's run, in rough shares.
 FAILURES = [
-    ("failed: ", "", "AssertionError", 0.55),
-    ("failed: invalid syntax (<string>, line 12)", "invalid syntax (<string>, line 12)",
-     "SyntaxError", 0.15),
-    ("failed: name 'result' is not defined", "name 'result' is not defined", "NameError", 0.1),
-    ("failed: list index out of range", "list index out of range", "IndexError", 0.1),
-    ("timed out", "time limit of 3s", "", 0.05),
-    ("failed: ", "", "MemoryError", 0.03),
-    ("timed out", "killed by signal SIGSEGV before the tests completed", "", 0.02),
+    ("failed", Cause.WRONG_ANSWER, "", "AssertionError", 0.55),
+    ("failed", Cause.SYNTAX_ERROR, "invalid syntax (<string>, line 12)", "SyntaxError", 0.15),
+    ("failed", Cause.NAME_ERROR, "name 'result' is not defined", "NameError", 0.1),
+    ("failed", Cause.EXCEPTION, "list index out of range", "IndexError", 0.1),
+    ("timed out", Cause.TIME_LIMIT, "time limit of 3s", "", 0.05),
+    ("failed", Cause.MEMORY, "", "MemoryError", 0.03),
+    ("timed out", Cause.SIGNAL, "killed by signal SIGSEGV before the tests completed", "", 0.02),
 ]  # fmt: skip
 MODELS = {"model-a": 0.7, "model-b": 0.6}
 
@@ -109,25 +110,21 @@ def build(work: Path, epochs: int, shards: int) -> list[str]:
                 question = chat_prompt(prompt, suffix)
                 for epoch in range(1, epochs + 1):
                     if chance.random() < pass_rate:
-                        verdict, reason, error = "passed", "", ""
+                        status, cause, reason, error = "passed", Cause.PASSED, "", ""
                     else:
-                        verdict, reason, error, _ = chance.choices(
-                            FAILURES, weights=[f[3] for f in FAILURES]
+                        status, cause, reason, error, _ = chance.choices(
+                            FAILURES, weights=[f[4] for f in FAILURES]
                         )[0]
-                    status = verdict.split(":")[0]
+                    execution = Execution(
+                        status, cause, reason, 0, 0.05, 0.06, 0, "", {}, error=error
+                    )
+                    passed = float(cause == Cause.PASSED)
                     score = Score(
-                        value={
-                            "passed": float(verdict == "passed"),
-                            "exact_match": float(verdict == "passed"),
-                            "exact_match_stripped": float(verdict == "passed"),
-                        },
+                        value={PASSED: passed} | {key: passed for key in MEAN_FIGURES},
                         answer=fenced(middle),
-                        explanation=explain(
-                            verdict, status, 0.05, "", program, len(prompt), len(middle), reason
-                        ),
-                        metadata={"verdict": verdict, "reason": reason, "cpu_seconds": 0.05,
-                                  "wall_seconds": 0.06, "error": error},
-                    )  # fmt: skip
+                        explanation=explain(execution, program, len(prompt), len(middle)),
+                        metadata=execution.score_metadata(),
+                    )
                     samples.append(
                         model.model_copy(
                             update={

@@ -1,6 +1,9 @@
 """What a reader sees of a sample: the answer as code, the verdict first, the gap in context."""
 
+import pytest
+
 from heval_inspect.explanation import explain, fenced, gap_in_context
+from heval_inspect.schema import Cause, Execution
 
 PROMPT = "def f(x):\n    '''Twice x.'''\n"
 TESTS = "\n\ndef check(c):\n    assert c(2) == 4\n\ncheck(f)"
@@ -8,6 +11,11 @@ TESTS = "\n\ndef check(c):\n    assert c(2) == 4\n\ncheck(f)"
 
 def program_with(middle: str, suffix: str = "") -> str:
     return PROMPT + middle + suffix + TESTS
+
+
+def execution(status: str, cause: Cause, reason: str = "", error: str = "", cpu: float = 0.01,
+              stderr: str = "") -> Execution:  # fmt: skip
+    return Execution(status, cause, reason, 0, cpu, cpu, 0, stderr, {}, error=error)
 
 
 def test_code_is_fenced_with_a_fence_longer_than_any_inside():
@@ -50,7 +58,7 @@ def test_a_long_answer_shows_its_ends_in_context():
 def test_explanation_leads_with_the_verdict_and_ends_with_the_program():
     middle = "    return x + x\n"
     program = program_with(middle)
-    text = explain("passed", "passed", 0.0123, "", program, len(PROMPT), len(middle))
+    text = explain(execution("passed", Cause.PASSED, cpu=0.0123), program, len(PROMPT), 14)
     assert text.startswith("**Verdict:** `passed` — the whole program ran to the end")
     assert "(0.01 s of CPU)" in text and "**stderr**" not in text
     assert text.endswith("**Program** (as it ran):\n\n" + fenced(program, "python"))
@@ -58,16 +66,37 @@ def test_explanation_leads_with_the_verdict_and_ends_with_the_program():
 
 def test_a_failure_shows_its_reason_and_the_tail_of_stderr():
     stderr = "".join(f"line {i}\n" for i in range(30)) + "NameError: name 'z' is not defined\n"
-    text = explain(
-        "failed: name 'z' is not defined", "failed", 0.01, stderr, program_with("z\n"), 24, 2
+    failed = execution(
+        "failed", Cause.NAME_ERROR, "name 'z' is not defined", "NameError", stderr=stderr
     )
-    assert text.startswith("**Verdict:** `failed: name 'z' is not defined` — the program stopped")
+    text = explain(failed, program_with("z\n"), 24, 2)
+    assert text.startswith(
+        "**Verdict:** `failed: name 'z' is not defined` — the program stopped with `NameError`"
+    )
     assert "line 11\n" in text and "line 10\n" not in text  # the last 20 lines of stderr
     assert text.index("**The gap in context**") < text.index("**stderr**") < text.index(
         "**Program**"
     )
 
 
-def test_a_timeout_says_the_limit_is_the_program_own_time():
-    text = explain("timed out", "timed out", 3.0, "", program_with("while 1: pass\n"), 24, 14)
-    assert text.startswith("**Verdict:** `timed out` — the program was still running at its")
+@pytest.mark.parametrize(
+    "status, cause, reason, error, why",
+    [
+        ("timed out", Cause.TIME_LIMIT, "time limit of 3s", "",
+         "the program was still running at its time limit"),
+        ("failed", Cause.WRONG_ANSWER, "", "AssertionError",
+         "an `assert` failed (`AssertionError`), usually one of the tests': a wrong answer."),
+        ("failed", Cause.SYNTAX_ERROR, "invalid syntax (<string>, line 3)", "SyntaxError",
+         "the program does not compile (`SyntaxError`)."),
+        ("timed out", Cause.SIGNAL, "killed by signal SIGSEGV before the tests completed", "",
+         "the program ended without reporting a result (killed by signal SIGSEGV"),
+        ("timed out", Cause.EXIT, "exited with code 0 before the tests completed", "",
+         "the program ended without reporting a result (exited with code 0"),
+        ("failed", Cause.MEMORY, "", "MemoryError",
+         "the program stopped with `MemoryError` before its tests finished."),
+    ],
+)  # fmt: skip
+def test_the_verdict_says_why_by_its_cause(status, cause, reason, error, why):
+    text = explain(execution(status, cause, reason, error), program_with("x\n"), 24, 2)
+    first = text.split("\n", 1)[0]
+    assert first.split(" — ", 1)[1].startswith(why), first

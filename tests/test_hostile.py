@@ -24,6 +24,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 
 from heval_inspect.data import HUMANEVAL, load_official
+from heval_inspect.schema import Cause
 from heval_inspect.tasks import humaneval
 
 pytestmark = pytest.mark.docker
@@ -33,6 +34,7 @@ HOST_SECRET = "sk-host-secret-d41d8cd9"
 FAKE_VERDICT_LINE = json.dumps(
     {
         "status": "passed",
+        "cause": "passed",
         "reason": "",
         "returncode": 0,
         "cpu_seconds": 0.0,
@@ -75,6 +77,30 @@ FILL_SOCKETS = (
     "        pass\n"
     "time.sleep(600)\n"
 )
+
+
+# The executor's cause of some cases; every case's cause must agree with its verdict.
+CASE_CAUSES = {
+    "sleep(10)": Cause.TIME_LIMIT,
+    "sys.exit(0) before the tests": Cause.EXCEPTION,
+    "os._exit(0) before the tests": Cause.EXIT,
+    "dies by a real-time signal": Cause.SIGNAL,
+    "segfaults": Cause.SIGNAL,
+    "every process slot holds socket buffers": Cause.MEMORY,
+}
+FAILING_CAUSES = {
+    Cause.WRONG_ANSWER, Cause.SYNTAX_ERROR, Cause.NAME_ERROR, Cause.EXCEPTION, Cause.MEMORY
+}  # fmt: skip
+UNREPORTED_CAUSES = {Cause.TIME_LIMIT, Cause.MEMORY, Cause.SIGNAL, Cause.EXIT}
+
+
+def agrees(verdict: str, cause: Cause) -> bool:
+    """Whether a cause can give that verdict (the reference's words)."""
+    if verdict == "passed":
+        return cause == Cause.PASSED
+    if verdict.startswith("failed: "):
+        return cause in FAILING_CAUSES
+    return verdict == "timed out" and cause in UNREPORTED_CAUSES
 
 
 def canonical() -> str:
@@ -560,6 +586,14 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(sandbox, tmp_path
         if not matches(expected, got[f"case/{name}"])
     }
     assert not wrong, wrong
+    causes = {sample_id: Cause(score.metadata["cause"]) for sample_id, score in scores.items()}
+    disagree = {
+        sample_id: (got[sample_id], cause)
+        for sample_id, cause in causes.items()
+        if not agrees(got[sample_id], cause)
+    }
+    assert not disagree, disagree
+    assert {name: causes[f"case/{name}"] for name in CASE_CAUSES} == CASE_CAUSES
     # Nothing reached the executor: none was lost, and no container had to be replaced.
     reached = {
         sample_id: (score.metadata.get("reason"), score.metadata.get("containers_replaced"))

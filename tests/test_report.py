@@ -25,8 +25,9 @@ from scipy import stats
 
 from heval_inspect.data import HUMANEVAL, load_official
 from heval_inspect.report import ReportError, build_report, plots, runs
-from heval_inspect.report.failures import kind
+from heval_inspect.report.failures import KIND_OF_CAUSE, KINDS, kinds
 from heval_inspect.report.render import markdown, p_value, write_all
+from heval_inspect.schema import Cause
 from heval_inspect.tasks import humaneval
 
 from .report_logs import EPOCHS, MUTANTS, PATTERN
@@ -60,34 +61,21 @@ def pass_at(n: int, c: int, k: int) -> float:
 # ---------------------------------------------------------------------- no sandbox needed
 
 
-@pytest.mark.parametrize(
-    "verdict, reason, error, expected",
-    [
-        ("passed", "", "", "passed"),
-        ("failed: ", "", "AssertionError", "wrong answer"),
-        ("failed: boom", "boom", "AssertionError", "wrong answer"),
-        ("failed: x", "x", "IndentationError", "syntax error"),
-        ("failed: x", "x", "UnboundLocalError", "name error"),
-        ("failed: ", "", "MemoryError", "memory"),
-        ("failed: 0", "0", "SystemExit", "other runtime error"),
-        ("timed out", "time limit of 3s", "", "timed out"),
-        ("timed out", "killed by signal SIGSEGV before the tests completed", "", "killed"),
-        ("timed out", "killed by the out-of-memory killer (signal SIGKILL) before the tests "
-         "completed", "", "memory"),
-        ("timed out", "the sandbox's executor ended before the program reported a result", "",
-         "killed"),
-        # Logs from before the exception's class was recorded: by the message.
-        ("failed: ", "", None, "wrong answer"),
-        ("failed: invalid syntax (<string>, line 3)", "invalid syntax (<string>, line 3)", None,
-         "syntax error"),
-        ("failed: unexpected indent", "unexpected indent (<string>, line 9)", None,
-         "syntax error"),
-        ("failed: name 'x' is not defined", "name 'x' is not defined", None, "name error"),
-        ("failed: division by zero", "division by zero", None, "other runtime error"),
-    ],
-)  # fmt: skip
-def test_each_verdict_has_one_kind(verdict, reason, error, expected):
-    assert kind(verdict, reason, error) == expected
+def test_each_cause_has_one_kind():
+    assert {cause: KIND_OF_CAUSE[cause] for cause in Cause} == {
+        Cause.PASSED: "passed",
+        Cause.WRONG_ANSWER: "wrong answer",
+        Cause.SYNTAX_ERROR: "syntax error",
+        Cause.NAME_ERROR: "name error",
+        Cause.EXCEPTION: "other runtime error",
+        Cause.EXIT: "other runtime error",
+        Cause.TIME_LIMIT: "timed out",
+        Cause.MEMORY: "memory",
+        Cause.SIGNAL: "killed",
+        Cause.EXECUTOR_LOST: "killed",
+    }
+    assert list(kinds(np.array(["passed", "signal"], dtype=object))) == ["passed", "killed"]
+    assert KINDS[-1] == "no verdict"
 
 
 def test_a_log_of_another_task_is_refused_before_its_samples_are_read(tmp_path, monkeypatch):
@@ -169,7 +157,7 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp
 
 
 @docker
-def test_failure_kinds_count_the_verdicts(report_logs):
+def test_failure_kinds_count_the_verdicts(report_logs, tmp_path):
     report = build_report([report_logs["mutant"]])
     [row] = report.failures
     expected = {k: 0 for k in row.counts}
@@ -189,6 +177,24 @@ def test_failure_kinds_count_the_verdicts(report_logs):
     errors = {s.scores["unit_tests"].metadata["error"] for s in log.samples}
     assert {"AssertionError", "SyntaxError", "IndentationError", "NameError",
             "ZeroDivisionError", "MemoryError"} <= errors  # fmt: skip
+    # Read by value: the reason's words may change, the kinds may not.
+    reworded = tmp_path / "reworded.eval"
+    for sample in log.samples:
+        sample.scores["unit_tests"].metadata["reason"] = "reworded"
+    write_eval_log(log, str(reworded))
+    [row_reworded] = build_report([str(reworded)]).failures
+    assert row_reworded.counts == row.counts
+
+
+@docker
+def test_a_log_that_does_not_record_causes_is_refused_with_what_to_do(report_logs, tmp_path):
+    log = read_eval_log(report_logs["canonical"])
+    for sample in log.samples:
+        del sample.scores["unit_tests"].metadata["cause"]
+    old = tmp_path / "old.eval"
+    write_eval_log(log, str(old))
+    with pytest.raises(ReportError, match=r"does not record how each program ended.*inspect score"):
+        build_report([str(old)])
 
 
 @docker
@@ -224,7 +230,7 @@ def test_a_program_the_out_of_memory_killer_ends_is_a_memory_failure(sandbox, tm
     killed = scores["out of memory"]
     assert killed["verdict"] == "timed out"  # the reference's verdict for a killed program
     assert killed["reason"].startswith("killed by the out-of-memory killer"), killed
-    assert kind(killed["verdict"], killed["reason"], killed["error"]) == "memory"
+    assert killed["cause"] == Cause.MEMORY
     assert scores["next"]["verdict"] == "passed"
     [row] = build_report([log.location]).failures
     assert (row.counts["memory"], row.counts["passed"], row.total) == (1, 1, 2)
@@ -306,7 +312,7 @@ def test_a_log_read_once_is_read_again_only_when_it_changes(report_logs, tmp_pat
         if s.scores["unit_tests"].metadata["verdict"] != "passed"
     )
     score.value = {**score.value, "passed": 1.0}
-    score.metadata = {**score.metadata, "verdict": "passed", "reason": "", "error": ""}
+    score.metadata = {**score.metadata, "verdict": "passed", "cause": "passed", "reason": ""}
     write_eval_log(edited, str(log))
     [before], [after] = first.failures, build_report([str(log)]).failures
     assert after.counts["passed"] == before.counts["passed"] + 1

@@ -101,7 +101,9 @@ def test_wrong_answer_is_explained_verdict_first_then_the_gap_stderr_and_program
     assert score.answer == "```\n    return 42\n```"  # shown as code, not prose
     assert sample.store["heval_inspect:middle"] == "    return 42\n"
     explanation = score.explanation
-    assert explanation.startswith("**Verdict:** `failed: ` — an exception without a message")
+    assert explanation.startswith(
+        "**Verdict:** `failed: ` — an `assert` failed (`AssertionError`), usually one of the tests'"
+    )
     headings = ["**Verdict:**", "**The gap in context**", "**stderr**", "**Program**"]
     assert sorted(headings, key=explanation.index) == headings
     assert "+ 12 |     return 42\n" in explanation  # the model's line, numbered and marked

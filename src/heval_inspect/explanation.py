@@ -8,6 +8,8 @@ built from text by pure functions.
 
 import re
 
+from .schema import Cause, Execution
+
 # Lines of the program shown before and after the model's code.
 CONTEXT_LINES = 3
 # A longer answer shows its first and last lines in context (the program below has them all).
@@ -23,47 +25,41 @@ def fenced(code: str, language: str = "") -> str:
     return f"{fence}{language}\n{body}{fence}"
 
 
-def explain(
-    verdict: str,
-    status: str,
-    cpu_seconds: float,
-    stderr_tail: str,
-    program: str,
-    gap_start: int,
-    gap_length: int,
-    reason: str = "",
-) -> str:
+def explain(execution: Execution, program: str, gap_start: int, gap_length: int) -> str:
     """The explanation of one verdict; the gap is program[gap_start : gap_start + gap_length]."""
-    parts = [
-        verdict_line(verdict, status, cpu_seconds, reason),
-        gap_in_context(program, gap_start, gap_length),
-    ]
-    lines = stderr_tail.rstrip("\n").splitlines()[-STDERR_LINES:]
+    parts = [verdict_line(execution), gap_in_context(program, gap_start, gap_length)]
+    lines = execution.stderr_tail.rstrip("\n").splitlines()[-STDERR_LINES:]
     if any(line.strip() for line in lines):
         parts.append("**stderr** (its last lines):\n\n" + fenced("\n".join(lines)))
     parts.append("**Program** (as it ran):\n\n" + fenced(program, "python"))
     return "\n\n".join(parts)
 
 
-def verdict_line(verdict: str, status: str, cpu_seconds: float, reason: str = "") -> str:
-    """The verdict, as the reference harness writes it, and why in plain words."""
-    if status == "passed":
-        why = f"the whole program ran to the end, tests included ({cpu_seconds:.2f} s of CPU)."
-    elif status == "timed out" and reason and not reason.startswith("time limit"):
+def verdict_line(execution: Execution) -> str:
+    """The verdict, as the reference harness writes it, and why in plain words (by its cause)."""
+    cause, error = execution.cause, _inline_code(execution.error or "an exception")
+    if cause == Cause.PASSED:
         why = (
-            f"the program ended without reporting a result ({reason}), which the reference "
-            "harness reports as timed out."
+            "the whole program ran to the end, tests included "
+            f"({execution.cpu_seconds:.2f} s of CPU)."
         )
-    elif status == "timed out":
+    elif cause == Cause.TIME_LIMIT:
         why = (
             "the program was still running at its time limit (its own time: waits for a CPU do "
             "not count)."
         )
-    elif verdict.strip() == "failed:":
-        why = "an exception without a message, usually a failed `assert` in the tests (see stderr)."
+    elif execution.status == "timed out":
+        why = (
+            f"the program ended without reporting a result ({execution.reason}), which the "
+            "reference harness reports as timed out."
+        )
+    elif cause == Cause.WRONG_ANSWER:
+        why = f"an `assert` failed ({error}), usually one of the tests': a wrong answer."
+    elif cause == Cause.SYNTAX_ERROR:
+        why = f"the program does not compile ({error})."
     else:
-        why = "the program stopped with this error before its tests finished."
-    return f"**Verdict:** {_inline_code(verdict)} — {why}"
+        why = f"the program stopped with {error} before its tests finished."
+    return f"**Verdict:** {_inline_code(execution.verdict)} — {why}"
 
 
 def gap_in_context(program: str, start: int, length: int) -> str:

@@ -26,6 +26,7 @@ is NaN (undefined), never 0, which would read as certainty.
 import logging
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from inspect_ai.hooks import Hooks, TaskStart, hooks
@@ -33,13 +34,10 @@ from inspect_ai.scorer import Metric, SampleScore, Value, metric
 
 from .data import SUBSETS
 from .errors import TaskArgumentError
-from .schema import is_ours
+from .schema import MEAN_FIGURES, PASSED, is_ours
 
 logger = logging.getLogger(__name__)
 
-PASSED = "passed"
-# Score keys averaged over epochs as they are (pass@k is derived from PASSED).
-MEAN_FIGURES = ("exact_match", "exact_match_stripped")
 # The name Inspect's log list and `evals_df` read the headline's standard error from.
 HEADLINE_STDERR = "stderr"
 # The blend a run of several subsets leads with: every task counts the same, as in the reference
@@ -106,6 +104,57 @@ def clustered_stderr(values: np.ndarray, weights: np.ndarray, clusters: Sequence
     return float(np.sqrt(g / (g - 1) * math.fsum(totals**2)))
 
 
+@dataclass(frozen=True)
+class TaskColumns:
+    """Per task, in task-id order: its id, its first sample's row, its number of epochs, how
+    many passed, the sum over its epochs of each exact-match score, its subset and its HumanEval
+    problem. What every figure is computed from, by the metric and by the report alike."""
+
+    id: np.ndarray
+    first: np.ndarray
+    epochs: np.ndarray
+    passed: np.ndarray
+    sums: dict[str, np.ndarray]
+    subset: np.ndarray
+    problem: np.ndarray
+
+    @classmethod
+    def of_samples(
+        cls,
+        task_id: np.ndarray,
+        passed: np.ndarray,
+        means: dict[str, np.ndarray],
+        subset: np.ndarray,
+        problem: np.ndarray,
+    ) -> "TaskColumns":
+        """From one row per sample (a task's epochs share its id, subset and problem)."""
+        ids, first, row_task = np.unique(task_id, return_index=True, return_inverse=True)
+        return cls(
+            id=ids,
+            first=first,
+            epochs=np.bincount(row_task, minlength=len(ids)).astype(int),
+            passed=np.rint(np.bincount(row_task, weights=passed, minlength=len(ids))).astype(int),
+            sums={
+                key: np.bincount(row_task, weights=means[key], minlength=len(ids))
+                for key in MEAN_FIGURES
+            },
+            subset=np.asarray(subset)[first],
+            problem=np.asarray(problem)[first],
+        )
+
+    def only(self, ids: np.ndarray) -> "TaskColumns":
+        """These tasks alone."""
+        keep = np.isin(self.id, ids)
+        return TaskColumns(
+            **{
+                name: {key: column[keep] for key, column in value.items()}
+                if name == "sums"
+                else value[keep]
+                for name, value in vars(self).items()
+            }
+        )
+
+
 @metric(scores="unreduced")
 def humaneval_metrics(  # inspect-evals-lint: ignore[custom_metric_tests] -- reads every epoch unreduced; real evals under --epochs-reducer in test_run_output.py
     k: int | str | list[int] = 1, per_subset: bool | None = None, cluster: str = "problem_id"
@@ -133,8 +182,10 @@ def humaneval_metrics(  # inspect-evals-lint: ignore[custom_metric_tests] -- rea
     return compute
 
 
-def summarise(tasks: dict, ks: list[int], per_subset: bool | None = None) -> dict[str, float]:
-    """Every figure of a run, from its task columns (see `_tasks`), under the names the log uses.
+def summarise(
+    tasks: TaskColumns, ks: list[int], per_subset: bool | None = None
+) -> dict[str, float]:
+    """Every figure of a run, from its task columns, under the names the log uses.
 
     The metric's computation, also used by `heval-inspect report` on the tasks it reads from logs
     (and merges from shards), so that both give the same numbers.
@@ -142,8 +193,8 @@ def summarise(tasks: dict, ks: list[int], per_subset: bool | None = None) -> dic
     # A pass@k that some task has too few epochs for is left out (never NaN); the run was
     # told why when it started (KTooLargeWarning).
     values = task_values(tasks, reportable_ks(tasks, ks))
-    problem_index = problem_numbers(tasks["problem"])
-    rows, counts = blends(tasks["subset"], tasks["problem"], per_subset)
+    problem_index = problem_numbers(tasks.problem)
+    rows, counts = blends(tasks.subset, tasks.problem, per_subset)
     estimates: dict[str, float] = {}
     errors: dict[str, float] = {}
     for name, all_values in values.items():
@@ -160,13 +211,13 @@ def summarise(tasks: dict, ks: list[int], per_subset: bool | None = None) -> dic
     return headline | estimates | errors | counts
 
 
-def reportable_ks(tasks: dict, ks: list[int]) -> list[int]:
+def reportable_ks(tasks: TaskColumns, ks: list[int]) -> list[int]:
     """The k of pass@k that every task has enough epochs for."""
-    n_min = int(tasks["epochs"].min())
+    n_min = int(tasks.epochs.min())
     return [each for each in ks if each <= n_min]
 
 
-def task_values(tasks: dict, ks: list[int]) -> dict[str, np.ndarray]:
+def task_values(tasks: TaskColumns, ks: list[int]) -> dict[str, np.ndarray]:
     """Each figure's value per task: pass@k for each k, then the exact-match shares."""
     return {name: figure(tasks) for name, figure in _figures(ks).items()}
 
@@ -207,39 +258,18 @@ def blends(
     return rows, counts
 
 
-def _tasks(scores: list[SampleScore], cluster: str) -> dict:
-    """Per task, in one task order: its number of epochs, how many passed, the sum over its
-    epochs of each exact-match score, its subset and its HumanEval problem."""
-    row_of: dict[str, int] = {}
-    epochs: list[int] = []
-    passed: list[int] = []
-    sums: dict[str, list[float]] = {key: [] for key in MEAN_FIGURES}
-    subsets: list[str] = []
-    problems: list[str] = []
-    for sample_score in scores:
-        task_id = str(sample_score.sample_id)
-        value = sample_score.score.value
-        row = row_of.get(task_id)
-        if row is None:
-            row = row_of[task_id] = len(epochs)
-            metadata = sample_score.sample_metadata or {}
-            subsets.append(metadata.get("subset", "all"))
-            problems.append(metadata.get(cluster, task_id))
-            epochs.append(0)
-            passed.append(0)
-            for column in sums.values():
-                column.append(0)
-        epochs[row] += 1
-        passed[row] += int(value[PASSED])
-        for key, column in sums.items():
-            column[row] += value[key]
-    return {
-        "epochs": np.array(epochs),
-        "passed": np.array(passed),
-        "sums": {key: np.array(column, dtype=float) for key, column in sums.items()},
-        "subset": np.array(subsets),
-        "problem": np.array(problems),
-    }
+def _tasks(scores: list[SampleScore], cluster: str) -> TaskColumns:
+    """The task columns of the scores of every epoch of every task."""
+    values = [sample_score.score.value for sample_score in scores]
+    metadata = [sample_score.sample_metadata or {} for sample_score in scores]
+    ids = [str(sample_score.sample_id) for sample_score in scores]
+    return TaskColumns.of_samples(
+        task_id=np.array(ids),
+        passed=np.array([float(value[PASSED]) for value in values]),
+        means={key: np.array([float(value[key]) for value in values]) for key in MEAN_FIGURES},
+        subset=np.array([each.get("subset", "all") for each in metadata]),
+        problem=np.array([each.get(cluster, id) for each, id in zip(metadata, ids, strict=True)]),
+    )
 
 
 def subset_order(name: str) -> tuple[int, str]:
@@ -248,20 +278,20 @@ def subset_order(name: str) -> tuple[int, str]:
     return (known.index(name), "") if name in known else (len(known), name)
 
 
-def _figures(ks: list[int]) -> dict[str, Callable[[dict], np.ndarray]]:
-    """Each reported figure as a function of the task columns (`_tasks`): its value per task."""
+def _figures(ks: list[int]) -> dict[str, Callable[[TaskColumns], np.ndarray]]:
+    """Each reported figure as a function of the task columns: its value per task."""
 
-    def pass_at(k: int) -> Callable[[dict], np.ndarray]:
-        def figure(tasks: dict) -> np.ndarray:
-            pairs = list(zip(tasks["epochs"].tolist(), tasks["passed"].tolist(), strict=True))
+    def pass_at(k: int) -> Callable[[TaskColumns], np.ndarray]:
+        def figure(tasks: TaskColumns) -> np.ndarray:
+            pairs = list(zip(tasks.epochs.tolist(), tasks.passed.tolist(), strict=True))
             # Tasks share a few (n, c) pairs: each estimate is computed once.
             estimate = {pair: pass_at_k(*pair, k) for pair in set(pairs)}
             return np.array([estimate[pair] for pair in pairs])
 
         return figure
 
-    def mean_of(key: str) -> Callable[[dict], np.ndarray]:
-        return lambda tasks: tasks["sums"][key] / tasks["epochs"]
+    def mean_of(key: str) -> Callable[[TaskColumns], np.ndarray]:
+        return lambda tasks: tasks.sums[key] / tasks.epochs
 
     return {f"pass@{k}": pass_at(k) for k in ks} | {key: mean_of(key) for key in MEAN_FIGURES}
 

@@ -1,7 +1,23 @@
-"""The names a log of ours is read by, in one place for every module that reads or writes it."""
+"""What crosses modules, in one place: the names a log of ours is read by, the executor's verdict
+on a program (its structured cause included), and a shard's record.
+
+Nothing here imports the rest of the package: every module that writes or reads these may
+import it. The executor (`sandbox/executor.py`) is shipped into the container as source and
+imports nothing of ours, so it spells the causes out again; a test holds the two lists together.
+"""
+
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
 
 SCORER = "unit_tests"  # the scorer's name: its scores are `sample.scores[SCORER]`
 TASK_PREFIX = "heval_inspect/"  # a log's task registry name starts with it when the task is ours
+
+# The keys of the score's value: whether the program passed, and whether the model's code was
+# the canonical gap's (as it is, and stripped of surrounding white space); each 0.0 or 1.0.
+PASSED = "passed"
+EXACT_MATCH, EXACT_MATCH_STRIPPED = "exact_match", "exact_match_stripped"
+MEAN_FIGURES = (EXACT_MATCH, EXACT_MATCH_STRIPPED)  # averaged over epochs as they are
 
 
 def is_ours(task_registry_name: str | None) -> bool:
@@ -17,3 +33,114 @@ def completion_file_of(log) -> str | None:
         if step.solver.endswith("replay") and "samples" in step.params:
             return step.params["samples"]
     return None
+
+
+class Cause(StrEnum):
+    """How a program ended, as its executor judged it. The verdict (the reference harness's
+    words) depends on it: "passed" for PASSED, "failed: <message>" for an exception the program
+    raised (WRONG_ANSWER ... EXCEPTION, and MEMORY from a MemoryError), "timed out" for the rest:
+    the time limit, or an end without a report, which the reference reports as timed out."""
+
+    PASSED = "passed"
+    WRONG_ANSWER = "wrong answer"  # an AssertionError: a test's assertion failed
+    SYNTAX_ERROR = "syntax error"  # SyntaxError, IndentationError, TabError: it does not compile
+    NAME_ERROR = "name error"  # NameError, UnboundLocalError
+    EXCEPTION = "exception"  # any other exception; `error` names its class
+    MEMORY = "memory"  # a MemoryError, or killed by the container's out-of-memory killer
+    TIME_LIMIT = "time limit"  # still running at its time limit
+    SIGNAL = "signal"  # killed by another signal before it reported
+    EXIT = "exit"  # exited before its tests completed, without an exception
+    EXECUTOR_LOST = "executor lost"  # its executor ended (twice) before it reported
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The executor's verdict on one program."""
+
+    status: str  # "passed", "failed" or "timed out"
+    cause: Cause
+    reason: str  # the exception's message, or what ended the program, in words
+    returncode: int
+    cpu_seconds: float
+    wall_seconds: float
+    stdout_bytes: int
+    stderr_tail: str
+    # What the program left that the executor could not remove (processes, files, IPC objects,
+    # memory); the pool replaced the container. Empty: the container was checked clean.
+    residue: dict[str, int]
+    # Pool containers replaced on this program's account (its residue, or a lost executor).
+    containers_replaced: int = 0
+    # The class name of the exception that ended the program ("AssertionError", ...); "" when
+    # none did (it passed, timed out or died without reporting).
+    error: str = ""
+
+    @classmethod
+    def from_answer(cls, answer: dict[str, Any]) -> "Execution":
+        """From the executor's JSON answer; a cause outside Cause raises ValueError."""
+        return cls(**answer | {"cause": Cause(answer["cause"])})
+
+    @property
+    def verdict(self) -> str:
+        """The reference harness's result string: "passed", "failed: ..." or "timed out"."""
+        return "failed: " + self.reason if self.status == "failed" else self.status
+
+    def score_metadata(self) -> dict[str, Any]:
+        """What the score's metadata keeps of it (`cause_of` reads it back)."""
+        return {
+            "verdict": self.verdict,
+            "cause": self.cause.value,
+            "reason": self.reason,
+            "error": self.error,
+            "cpu_seconds": self.cpu_seconds,
+            "wall_seconds": self.wall_seconds,
+            # Only when the program left something the executor could not remove, or its
+            # container had to be replaced.
+            **({"residue": self.residue} if self.residue else {}),
+            **(
+                {"containers_replaced": self.containers_replaced}
+                if self.containers_replaced
+                else {}
+            ),
+        }
+
+
+def executor_lost() -> Execution:
+    """A program whose executor ended before it reported: the reference's "timed out"."""
+    return Execution(
+        status="timed out",
+        cause=Cause.EXECUTOR_LOST,
+        reason="the sandbox's executor ended before the program reported a result",
+        returncode=-9,
+        cpu_seconds=0.0,
+        wall_seconds=0.0,
+        stdout_bytes=0,
+        stderr_tail="",
+        residue={},
+    )
+
+
+def cause_of(score_metadata: dict[str, Any]) -> Cause | None:
+    """A score's cause, from its metadata; None when it has none (a log scored by another
+    scorer, or by a development version of ours that did not record it)."""
+    cause = score_metadata.get("cause")
+    return Cause(cause) if cause in Cause._value2member_map_ else None
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    """Which shard a log ran (its eval metadata's `shard`), for merging shards into one run."""
+
+    index: int  # 1 ... count
+    count: int
+    tasks: int  # this shard's
+    problems: list[str]  # this shard's HumanEval problems
+    all_tasks: int  # the whole task's
+    all_problems: int
+    numbering: str = "1-based"
+
+    def metadata(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_metadata(cls, metadata: dict[str, Any] | None) -> "ShardRecord | None":
+        return cls(**metadata) if metadata else None

@@ -10,6 +10,7 @@ from .extract import middle_from_chat
 from .metrics import humaneval_metrics
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .sandbox.execution import execute
+from .schema import EXACT_MATCH, EXACT_MATCH_STRIPPED, PASSED, Cause
 from .solvers import MIDDLE
 
 
@@ -58,9 +59,9 @@ def unit_tests(
         execution = await execute(program, timeout, memory_limit)
         return Score(
             value={
-                "passed": float(execution.status == "passed"),
-                "exact_match": float(middle == target.text),
-                "exact_match_stripped": float(middle.strip() == target.text.strip()),
+                PASSED: float(execution.cause == Cause.PASSED),
+                EXACT_MATCH: float(middle == target.text),
+                EXACT_MATCH_STRIPPED: float(middle.strip() == target.text.strip()),
             },
             # A fenced block, which the viewer shows as code: in full (lines and indentation
             # kept) in the transcript, in code font on one line in the sample list and header.
@@ -68,32 +69,9 @@ def unit_tests(
             # is in the store, under MIDDLE.
             answer=fenced(middle),
             explanation=explain(
-                execution.verdict,
-                execution.status,
-                execution.cpu_seconds,
-                execution.stderr_tail,
-                program,
-                gap_start=len(prompt),
-                gap_length=len(middle),
-                reason=execution.reason,
+                execution, program, gap_start=len(prompt), gap_length=len(middle)
             ),
-            metadata={
-                "verdict": execution.verdict,
-                "reason": execution.reason,
-                # The exception's class, to tell kinds of failure apart (the verdict has only
-                # its message, as in the reference).
-                "error": execution.error,
-                "cpu_seconds": execution.cpu_seconds,
-                "wall_seconds": execution.wall_seconds,
-                # Only when the program left something the executor could not remove, or its
-                # container had to be replaced.
-                **({"residue": execution.residue} if execution.residue else {}),
-                **(
-                    {"containers_replaced": execution.containers_replaced}
-                    if execution.containers_replaced
-                    else {}
-                ),
-            },
+            metadata=execution.score_metadata(),
         )
 
     return score

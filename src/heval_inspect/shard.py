@@ -19,6 +19,7 @@ from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 
 from .errors import TaskArgumentError
+from .schema import ShardRecord
 
 T = TypeVar("T")
 
@@ -91,14 +92,13 @@ def apply_shard(task: Task, shard: Shard | None, group: Callable[[Sample], str])
         )
     task.dataset = MemoryDataset(mine, name=task.dataset.name, location=task.dataset.location)
     task.metadata = (task.metadata or {}) | {
-        "shard": {
-            "index": shard.index,
-            "count": shard.count,
-            "numbering": "1-based",
-            "tasks": len(mine),
-            "problems": problems,
-            "all_tasks": len(samples),
-            "all_problems": len({group(sample) for sample in samples}),
-        }
+        "shard": ShardRecord(
+            index=shard.index,
+            count=shard.count,
+            tasks=len(mine),
+            problems=problems,
+            all_tasks=len(samples),
+            all_problems=len({group(sample) for sample in samples}),
+        ).metadata()
     }
     return task

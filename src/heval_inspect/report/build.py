@@ -96,7 +96,7 @@ def build_report(paths: list[str], baseline: str | None = None) -> Report:
 
 def _failures(run: Run) -> list[FailureRow]:
     samples = run.samples
-    kind = kinds(samples.verdict, samples.reason, samples.error)
+    kind = kinds(samples.cause)
     subsets = ordered_groups(set(samples.subset))
     rows = []
     for subset in subsets + (["all"] if len(subsets) > 1 else []):
@@ -114,8 +114,8 @@ def _gaps(run: Run) -> tuple[list[GapRow], str | None]:
     if set(samples.subset) <= {"humaneval"}:
         return [], None
     tasks = tasks_of(run)
-    ids, first, subsets = tasks["id"], tasks["first"], tasks["subset"]
-    per_task = tasks["passed"] / tasks["epochs"]  # pass@1
+    ids, first, subsets = tasks.id, tasks.first, tasks.subset
+    per_task = tasks.passed / tasks.epochs  # pass@1
     buckets = np.array([gap_bucket(gap_lines(samples.target[i])) for i in first], dtype=object)
     rows = []
 

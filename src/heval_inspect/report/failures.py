@@ -1,11 +1,10 @@
 """Why programs fail: each verdict's kind, and pass@1 by the shape of the gap.
 
-Kinds, from the score's metadata (`verdict`, `reason`, and `error`, the class of the exception
-that ended the program):
+Kinds, from the cause the executor recorded in each score's metadata (`schema.Cause`):
 
-| kind | when |
+| kind | causes |
 | --- | --- |
-| passed | the verdict is `passed` |
+| passed | passed |
 | wrong answer | an `AssertionError`: a test's assertion failed |
 | syntax error | `SyntaxError`, `IndentationError` or `TabError`: the program does not compile |
 | name error | `NameError` or `UnboundLocalError` |
@@ -15,91 +14,35 @@ that ended the program):
 | timed out | its time limit ran out |
 | killed | it died by a signal (`killed by signal SIGSEGV ...`), or its executor was lost |
 | no verdict | the sample ended in an error (the infrastructure's, never the model's) |
-
-Logs written before the exception's class was recorded (no `error` in the score metadata) are
-classified by the reason's text instead: an empty reason is a wrong answer (HumanEval's
-assertions have no message), Python's messages for syntax and indentation errors and for unknown
-names are recognised, and everything else is another runtime error. That is right for the
-canonical tests' failures, but a test assertion with a message, or an exception raised without
-one, can land in the wrong kind.
 """
 
 import os
-import re
 from pathlib import Path
 
 import numpy as np
 
 from ..data import DATA_DIR_ENV, HUMANEVAL, SUBSETS, read_problems, sha256_of
 from ..host import cache_dir
+from ..schema import Cause
 
-KINDS = (
-    "passed",
-    "wrong answer",
-    "syntax error",
-    "name error",
-    "other runtime error",
-    "timed out",
-    "memory",
-    "killed",
-    "no verdict",
-)
-SYNTAX_ERRORS = {"SyntaxError", "IndentationError", "TabError"}
-NAME_ERRORS = {"NameError", "UnboundLocalError"}
-OUT_OF_MEMORY = "out-of-memory killer"
-# Python's messages, for logs without the exception's class.
-SYNTAX_MESSAGES = re.compile(
-    r"invalid syntax|\(<string>, line \d+\)|unexpected indent|expected an indented block|"
-    r"unindent does not match|inconsistent use of tabs|was never closed|unterminated string|"
-    r"unmatched '|EOF while scanning|EOL while scanning|invalid character|"
-    r"unexpected EOF while parsing"
-)
-NAME_MESSAGES = re.compile(
-    r"^name '.*' is not defined|referenced before assignment|cannot access local variable"
-)
+KIND_OF_CAUSE = {
+    Cause.PASSED: "passed",
+    Cause.WRONG_ANSWER: "wrong answer",
+    Cause.SYNTAX_ERROR: "syntax error",
+    Cause.NAME_ERROR: "name error",
+    Cause.EXCEPTION: "other runtime error",
+    Cause.EXIT: "other runtime error",
+    Cause.TIME_LIMIT: "timed out",
+    Cause.MEMORY: "memory",
+    Cause.SIGNAL: "killed",
+    Cause.EXECUTOR_LOST: "killed",
+}
+KINDS = (*dict.fromkeys(KIND_OF_CAUSE.values()), "no verdict")
 
 
-def kind(verdict: str, reason: str, error: str | None) -> str:
-    """The kind of one verdict (see the module's docstring)."""
-    if verdict == "passed":
-        return "passed"
-    if verdict == "timed out":
-        if reason.startswith("time limit"):
-            return "timed out"
-        if OUT_OF_MEMORY in reason:
-            return "memory"
-        if reason.startswith("exited with code"):
-            return "other runtime error"
-        return "killed"
-    if not verdict.startswith("failed"):
-        return "no verdict"
-    if error is None:
-        return _kind_from_message(reason)
-    if error == "AssertionError":
-        return "wrong answer"
-    if error in SYNTAX_ERRORS:
-        return "syntax error"
-    if error in NAME_ERRORS:
-        return "name error"
-    if error == "MemoryError":
-        return "memory"
-    return "other runtime error"
-
-
-def _kind_from_message(reason: str) -> str:
-    if not reason.strip():
-        return "wrong answer"
-    if SYNTAX_MESSAGES.search(reason):
-        return "syntax error"
-    if NAME_MESSAGES.search(reason):
-        return "name error"
-    return "other runtime error"
-
-
-def kinds(verdicts: list[str], reasons: list[str], errors: list[str | None]) -> np.ndarray:
-    return np.array(
-        [kind(v, r, e) for v, r, e in zip(verdicts, reasons, errors, strict=True)], dtype=object
-    )
+def kinds(causes: np.ndarray) -> np.ndarray:
+    """The kind of each verdict, from its cause."""
+    return np.array([KIND_OF_CAUSE[Cause(cause)] for cause in causes], dtype=object)
 
 
 def gap_lines(span: str) -> int:

@@ -41,7 +41,16 @@ from inspect_ai.log import (
 from ..errors import DataError
 from ..host import usable_cores
 from ..metrics import parse_ks
-from ..schema import SCORER, TASK_PREFIX, completion_file_of, is_ours
+from ..schema import (
+    MEAN_FIGURES,
+    PASSED,
+    SCORER,
+    TASK_PREFIX,
+    ShardRecord,
+    cause_of,
+    completion_file_of,
+    is_ours,
+)
 from . import cache
 
 # Logs of more bytes than this in all (a few thousand samples, seconds of parsing) are read by
@@ -90,7 +99,7 @@ class Log(NamedTuple):
     of it ("success", "error", "cancelled" or "started")."""
 
     run: Run
-    shard: dict | None
+    shard: ShardRecord | None
     status: str
 
     @property
@@ -104,8 +113,7 @@ class Log(NamedTuple):
 COLUMNS = {
     "task_id": str, "epoch": int, "subset": str, "problem": str,
     "passed": float, "exact_match": float, "exact_match_stripped": float,  # 0.0 or 1.0
-    "verdict": object, "reason": object,
-    "error": object,  # the exception's class; None in logs from before it was recorded
+    "cause": object,  # how the program ended: a schema.Cause value
     "target": object,  # the canonical gap
 }  # fmt: skip
 
@@ -122,9 +130,7 @@ class Samples:
     passed: np.ndarray
     exact_match: np.ndarray
     exact_match_stripped: np.ndarray
-    verdict: np.ndarray
-    reason: np.ndarray
-    error: np.ndarray
+    cause: np.ndarray
     target: np.ndarray
     unscored: int = 0
 
@@ -272,7 +278,7 @@ def _read_log(file: str) -> Log:
     )
     if header.status != "success":
         run.notes.append(f"{Path(file).name} ended with status {header.status!r}.")
-    return Log(run, metadata.get("shard"), header.status)
+    return Log(run, ShardRecord.from_metadata(metadata.get("shard")), header.status)
 
 
 def _read_samples(file: str, key: dict | None) -> Samples:
@@ -298,16 +304,24 @@ def _samples(file: str) -> Samples:
                 summary.epoch,
                 str(summary.metadata.get("subset", "all")),
                 str(summary.metadata.get("problem_id", summary.id)),
-                float(value.get("passed", 0.0)),
-                float(value.get("exact_match", 0.0)),
-                float(value.get("exact_match_stripped", 0.0)),
-                str(metadata.get("verdict", "")),
-                str(metadata.get("reason", "")),
-                metadata.get("error"),
+                float(value.get(PASSED, 0.0)),
+                *(float(value.get(key, 0.0)) for key in MEAN_FIGURES),
+                _cause(file, metadata),
                 target,
             )
         )
     return Samples.from_rows(rows, unscored)
+
+
+def _cause(file: str, score_metadata: dict) -> str:
+    cause = cause_of(score_metadata)
+    if cause is None:
+        raise ReportError(
+            f"{file} does not record how each program ended (the score's `cause`): it was "
+            f"scored by an earlier development version of heval_inspect. Score it again with "
+            f"`inspect score {file}` and give the new log."
+        )
+    return cause.value
 
 
 def _identity(run: Run) -> tuple:
@@ -359,10 +373,10 @@ def _unsharded(logs: list[Log]) -> Run:
 def _merged_shards(sharded: list[Log]) -> Run:
     """One run from the logs of its shards 1 ... n of n (of a retried shard, its successful log)."""
     first = sharded[0].run
-    counts = {log.shard["count"] for log in sharded}
+    counts = {log.shard.count for log in sharded}
     if len(counts) > 1:
         given = ", ".join(
-            f"{log.shard['index']}/{log.shard['count']} {log.described()}" for log in sharded
+            f"{log.shard.index}/{log.shard.count} {log.described()}" for log in sharded
         )
         raise ReportError(
             f"{first.label}: its shard logs split the task in different numbers of shards "
@@ -370,8 +384,8 @@ def _merged_shards(sharded: list[Log]) -> Run:
         )
     count = counts.pop()
     by_index: dict[int, list[Log]] = {}
-    for log in sorted(sharded, key=lambda log: log.shard["index"]):
-        by_index.setdefault(log.shard["index"], []).append(log)
+    for log in sorted(sharded, key=lambda log: log.shard.index):
+        by_index.setdefault(log.shard.index, []).append(log)
     counted = {index: _counted(logs) for index, logs in by_index.items()}
     problems = _shard_problems(count, by_index, counted)
     if problems:
@@ -380,8 +394,8 @@ def _merged_shards(sharded: list[Log]) -> Run:
             f"{_described(sharded)}. Give each of the {count} shards of the run exactly once "
             f"(a shard's failed logs may stay beside its successful retry)."
         )
-    all_tasks = {log.shard.get("all_tasks") for log in sharded}
-    merged_tasks = sum(log.shard["tasks"] for log in counted.values())
+    all_tasks = {log.shard.all_tasks for log in sharded}
+    merged_tasks = sum(log.shard.tasks for log in counted.values())
     if len(all_tasks) == 1 and merged_tasks != all_tasks.copy().pop():
         raise ReportError(
             f"{first.label}: its {count} shards hold {merged_tasks} tasks, but the run has "

@@ -21,41 +21,30 @@ from functools import cached_property
 import numpy as np
 
 from ..metrics import (
+    TaskColumns,
     blends,
     reportable_ks,
     subset_order,
     summarise,
     task_values,
 )
+from ..schema import MEAN_FIGURES
 from . import intervals
 from .intervals import Spread
 from .runs import ReportError, Run
 
-FIGURES = ("exact_match", "exact_match_stripped")
 
-
-def tasks_of(run: Run, only: np.ndarray | None = None) -> dict:
-    """The run's task columns, as the metric builds them (`metrics._tasks`), in task-id order.
-
-    `only`: keep these task ids alone."""
+def tasks_of(run: Run, only: np.ndarray | None = None) -> TaskColumns:
+    """The run's task columns, as the metric builds them; `only`: these task ids alone."""
     samples = run.samples
-    ids, first, row_task = np.unique(samples.task_id, return_index=True, return_inverse=True)
-    tasks = {
-        "id": ids,
-        "first": first,  # the row of the task's first sample
-        "epochs": np.bincount(row_task).astype(int),
-        "passed": np.rint(np.bincount(row_task, weights=samples.passed)).astype(int),
-        "sums": {key: np.bincount(row_task, weights=getattr(samples, key)) for key in FIGURES},
-        "subset": samples.subset[first],
-        "problem": samples.problem[first],
-    }
-    if only is not None:
-        keep = np.isin(ids, only)
-        tasks = {
-            key: ({k: v[keep] for k, v in value.items()} if key == "sums" else value[keep])
-            for key, value in tasks.items()
-        }
-    return tasks
+    tasks = TaskColumns.of_samples(
+        samples.task_id,
+        samples.passed,
+        {key: getattr(samples, key) for key in MEAN_FIGURES},
+        samples.subset,
+        samples.problem,
+    )
+    return tasks if only is None else tasks.only(only)
 
 
 def group_name(prefix: str, subsets: np.ndarray) -> str:
@@ -80,19 +69,19 @@ class Figure:
         return math.nan if self.interval is None else self.interval[1]
 
 
-def spread(tasks: dict, name: str, values: np.ndarray, weights: np.ndarray) -> Spread:
+def spread(tasks: TaskColumns, name: str, values: np.ndarray, weights: np.ndarray) -> Spread:
     """The spread of a figure's per-task values over the tasks of weight > 0."""
     chosen = weights > 0
     return intervals.spread(
-        values[chosen], weights[chosen], tasks["problem"][chosen], trials(tasks, name)[chosen]
+        values[chosen], weights[chosen], tasks.problem[chosen], trials(tasks, name)[chosen]
     )
 
 
-def trials(tasks: dict, name: str) -> np.ndarray:
+def trials(tasks: TaskColumns, name: str) -> np.ndarray:
     """The independent trials behind each task's value of a figure: its epochs (a share of
     them), or for pass@k its epochs / k (pass@k of n epochs weighs about n / k draws of k)."""
     k = int(name.removeprefix("pass@")) if name.startswith("pass@") else 1
-    return tasks["epochs"] / k
+    return tasks.epochs / k
 
 
 @dataclass
@@ -109,16 +98,16 @@ class Results:
 
 def results(run: Run) -> Results:
     tasks = tasks_of(run)
-    if not len(tasks["id"]):
+    if not len(tasks.id):
         raise ReportError(f"{run.label} ({', '.join(run.files)}) has no scored sample.")
     ks = reportable_ks(tasks, run.ks)
     figures = summarise(tasks, ks, run.per_subset)
     values = task_values(tasks, ks)
-    rows, _ = blends(tasks["subset"], tasks["problem"], run.per_subset)
+    rows, _ = blends(tasks.subset, tasks.problem, run.per_subset)
     groups: dict[str, dict[str, Figure]] = {}
     counts: dict[str, int] = {}
     for prefix, weights in rows.items():
-        group = group_name(prefix, tasks["subset"])
+        group = group_name(prefix, tasks.subset)
         groups[group] = {
             name: Figure(
                 figures[prefix + name],
@@ -129,11 +118,11 @@ def results(run: Run) -> Results:
         }
         counts[group] = int(np.count_nonzero(weights))
     # pass@k against k, for the plot: every k the run's epochs allow, over all the run's tasks.
-    n_min = int(tasks["epochs"].min())
+    n_min = int(tasks.epochs.min())
     every_k = list(range(1, n_min + 1))
     figures = summarise(tasks, every_k, per_subset=False)
     values = task_values(tasks, every_k)
-    everything = np.ones(len(tasks["id"]))
+    everything = np.ones(len(tasks.id))
     pass_at = {
         k: Figure(
             figures[f"pass@{k}"],
@@ -142,7 +131,7 @@ def results(run: Run) -> Results:
         )
         for k in every_k
     }
-    return Results(run, groups, counts, (n_min, int(tasks["epochs"].max())), ks, pass_at)
+    return Results(run, groups, counts, (n_min, int(tasks.epochs.max())), ks, pass_at)
 
 
 @dataclass(frozen=True)
@@ -255,7 +244,7 @@ def compare(baseline: Run, other: Run) -> Comparison:
     a, b = tasks_of(baseline, common), tasks_of(other, common)
     ks = sorted(set(reportable_ks(a, baseline.ks)) & set(reportable_ks(b, other.ks))) or []
     values_a, values_b = task_values(a, ks), task_values(b, ks)
-    rows, _ = blends(a["subset"], a["problem"], baseline.per_subset)
+    rows, _ = blends(a.subset, a.problem, baseline.per_subset)
     differences = []
     for name in values_a:
         d = values_b[name] - values_a[name]
@@ -263,11 +252,11 @@ def compare(baseline: Run, other: Run) -> Comparison:
             chosen = weights > 0
             differences.append(
                 Difference(
-                    group=group_name(prefix, a["subset"]),
+                    group=group_name(prefix, a.subset),
                     figure=name,
                     baseline=spread(a, name, values_a[name], weights),
                     other=spread(b, name, values_b[name], weights),
-                    spread=intervals.spread(d[chosen], weights[chosen], a["problem"][chosen]),
+                    spread=intervals.spread(d[chosen], weights[chosen], a.problem[chosen]),
                     tasks=int(chosen.sum()),
                     other_better=int((d[chosen] > 0).sum()),
                     baseline_better=int((d[chosen] < 0).sum()),
@@ -275,8 +264,8 @@ def compare(baseline: Run, other: Run) -> Comparison:
                 )
             )
     return Comparison(
-        baseline, other, differences, len(common), len(np.unique(a["problem"])),
-        _left_out(baseline, common, a["problem"]), _left_out(other, common, a["problem"]),
+        baseline, other, differences, len(common), len(np.unique(a.problem)),
+        _left_out(baseline, common, a.problem), _left_out(other, common, a.problem),
     )  # fmt: skip
 
 

@@ -3,12 +3,12 @@
 import json
 import logging
 import sys
-from dataclasses import dataclass
 from typing import TypeVar
 
 from inspect_ai.util import SandboxEnvironment, sandbox
 
 from ..inspect_internals import LocalSandboxEnvironment
+from ..schema import Execution, executor_lost
 from . import (
     DEFAULT_MEMORY_MIB,
     DEFAULT_TIMEOUT,
@@ -18,34 +18,11 @@ from . import (
     FILE_BYTES,
     WALL_CLOCK_FACTOR,
 )
-from .pool import PoolSandboxEnvironment, executor_lost_verdict, standalone_pool
+from .pool import PoolSandboxEnvironment, standalone_pool
 
 ST = TypeVar("ST", bound=SandboxEnvironment)
 logger = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class Execution:
-    status: str  # "passed", "failed" or "timed out"
-    reason: str
-    returncode: int
-    cpu_seconds: float
-    wall_seconds: float
-    stdout_bytes: int
-    stderr_tail: str
-    # What the program left that the executor could not remove (processes, files, IPC objects,
-    # memory); the pool replaced the container. Empty: the container was checked clean.
-    residue: dict[str, int]
-    # Pool containers replaced on this program's account (its residue, or a lost executor).
-    containers_replaced: int = 0
-    # The class name of the exception that ended the program ("AssertionError", ...); "" when
-    # none did (it passed, timed out or died without reporting).
-    error: str = ""
-
-    @property
-    def verdict(self) -> str:
-        """The reference harness's result string: "passed", "failed: ..." or "timed out"."""
-        return "failed: " + self.reason if self.status == "failed" else self.status
 
 
 async def execute(
@@ -66,8 +43,7 @@ async def execute(
         # No sandbox in this context: a log re-scored with `inspect score`, which starts none.
         environment = await standalone_pool()
     if pool := _as(environment, PoolSandboxEnvironment):
-        verdict = await pool.run_program(request, wall_seconds + EXECUTOR_GRACE_SECONDS)
-        return Execution(**verdict)
+        return await pool.run_program(request, wall_seconds + EXECUTOR_GRACE_SECONDS)
     if _as(environment, LocalSandboxEnvironment):
         # No container and no other user: this machine's Python, as the user running the eval.
         command, user = [sys.executable, "-I", "-c", EXECUTOR_SOURCE, "local"], None
@@ -80,10 +56,10 @@ async def execute(
             timeout=int(wall_seconds + EXECUTOR_GRACE_SECONDS),
             user=user,
         )
-        return Execution(**json.loads(result.stdout))
+        return Execution.from_answer(json.loads(result.stdout))
     except TimeoutError:
         ended, stderr = "did not answer in time", ""
-    except (json.JSONDecodeError, TypeError):
+    except (ValueError, TypeError):  # not JSON, or not a verdict
         ended, stderr = f"exited {result.returncode}", result.stderr[-2000:]
     # The container is this sample's alone (Inspect removes it with the sample), so whatever kept
     # its executor from answering happened while the program ran: judged as the pool judges a
@@ -94,7 +70,7 @@ async def execute(
         ended,
         stderr,
     )
-    return Execution(**executor_lost_verdict())
+    return executor_lost()
 
 
 def _as(environment: SandboxEnvironment, kind: type[ST]) -> ST | None:

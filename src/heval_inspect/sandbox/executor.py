@@ -6,11 +6,12 @@ ours baked in). A request is one JSON object:
     {"program": str, "seconds": float, "wall_seconds": float,
      "memory_bytes": int, "file_bytes": int}
 
-and its answer one JSON line: {"status": "passed" | "failed" | "timed out", "reason": str,
-"error": str, "returncode": int, "cpu_seconds": float, "wall_seconds": float,
-"stdout_bytes": int, "stderr_tail": str, "residue": {what: count}}. `error` is the class name of
-the exception that ended the program (`AssertionError`, `NameError`, `MemoryError`, ...), or ""
-when none did (it passed, or ended without reporting: then `reason` says how).
+and its answer one JSON line: {"status": "passed" | "failed" | "timed out", "cause": str,
+"reason": str, "error": str, "returncode": int, "cpu_seconds": float, "wall_seconds": float,
+"stdout_bytes": int, "stderr_tail": str, "residue": {what: count}}. `cause` is one of Cause's
+values; `error` is the class name of the exception that ended the program (`AssertionError`,
+`NameError`, `MemoryError`, ...), or "" when none did (it passed, or ended without reporting:
+then `reason` says how).
 
 Run with no argument, it answers the one request on stdin (one `docker exec` per program). Run as
 `serve`, it answers one request per line of stdin until EOF, so a long-lived container runs many
@@ -100,6 +101,34 @@ REFERENCE_DISABLED = {
     subprocess: ("Popen",),
 }  # fmt: skip
 REFERENCE_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
+
+
+class Cause:
+    """How a program ended: heval_inspect.schema.Cause's values (this file imports nothing of
+    the package; a test holds the two together)."""
+
+    PASSED = "passed"
+    WRONG_ANSWER = "wrong answer"
+    SYNTAX_ERROR = "syntax error"
+    NAME_ERROR = "name error"
+    EXCEPTION = "exception"
+    MEMORY = "memory"
+    TIME_LIMIT = "time limit"
+    SIGNAL = "signal"
+    EXIT = "exit"
+    EXECUTOR_LOST = "executor lost"  # judged outside the container: the executor is gone
+
+
+# The cause of a failure, by the class name of the exception that ended the program.
+CAUSE_OF_ERROR = {
+    "AssertionError": Cause.WRONG_ANSWER,
+    "SyntaxError": Cause.SYNTAX_ERROR,
+    "IndentationError": Cause.SYNTAX_ERROR,
+    "TabError": Cause.SYNTAX_ERROR,
+    "NameError": Cause.NAME_ERROR,
+    "UnboundLocalError": Cause.NAME_ERROR,
+    "MemoryError": Cause.MEMORY,
+}
 
 
 class TimeoutException(Exception):  # the reference harness's name
@@ -959,7 +988,7 @@ class Run:
         first = _first_report(self.report)
         error = ""
         if first == b"P" + self.nonce.encode():
-            status, reason = "passed", ""
+            status, cause, reason = "passed", Cause.PASSED, ""
         elif (
             first == b"T"
             or self.killed_for_time
@@ -967,7 +996,8 @@ class Run:
             or returncode == -signal.SIGXCPU
             or (returncode == -signal.SIGKILL and self.main_cpu >= request["seconds"])
         ):
-            status, reason = "timed out", f"time limit of {request['seconds']:g}s"
+            status, cause = "timed out", Cause.TIME_LIMIT
+            reason = f"time limit of {request['seconds']:g}s"
         elif first is not None and first.startswith(b"F"):
             # The class name, NUL, the text; a report without a NUL (one a program wrote to the
             # FIFO itself) is all text.
@@ -975,6 +1005,7 @@ class Run:
             kind, _, message = body.partition(b"\0") if b"\0" in body else (b"", b"", body)
             status, reason = "failed", message.decode("utf-8", errors="replace")
             error = kind.decode("utf-8", errors="replace")
+            cause = CAUSE_OF_ERROR.get(error, Cause.EXCEPTION)
         else:
             # It ended without reporting: the reference's verdict for that is "timed out" (its
             # result list stays empty); the reason says what really happened.
@@ -982,10 +1013,11 @@ class Run:
                 returncode == -signal.SIGKILL and self.place.oom_kills() > self.oom_kills_before
             )
             status = "timed out"
-            reason = _ended_without_report(returncode, stderr_text, out_of_memory)
+            cause, reason = _ended_without_report(returncode, stderr_text, out_of_memory)
         ended_at = self.ended_at or time.monotonic()
         return {
             "status": status,
+            "cause": cause,
             "reason": reason,
             "error": error,
             "returncode": returncode,
@@ -1039,14 +1071,21 @@ def _own_seconds(pid: int, started: float) -> float:
     return time.monotonic() - started - run_delay
 
 
-def _ended_without_report(returncode: int, stderr_text: str, out_of_memory: bool) -> str:
+def _ended_without_report(
+    returncode: int, stderr_text: str, out_of_memory: bool
+) -> tuple[str, str]:
+    """The cause and reason of a program that ended without reporting."""
     if out_of_memory:
-        return "killed by the out-of-memory killer (signal SIGKILL) before the tests completed"
+        return Cause.MEMORY, (
+            "killed by the out-of-memory killer (signal SIGKILL) before the tests completed"
+        )
     if returncode < 0:
-        return f"killed by signal {_signal_name(-returncode)} before the tests completed"
+        return Cause.SIGNAL, (
+            f"killed by signal {_signal_name(-returncode)} before the tests completed"
+        )
     lines = [line for line in stderr_text.splitlines() if line.strip()]
     ending = f"; stderr ends: {lines[-1]}" if lines else ""
-    return f"exited with code {returncode} before the tests completed{ending}"
+    return Cause.EXIT, f"exited with code {returncode} before the tests completed{ending}"
 
 
 def _signal_name(number: int) -> str:

@@ -15,6 +15,7 @@ does not own a container (use `-T sandbox=docker` for agents that work in a sand
 """
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -33,6 +34,7 @@ from inspect_ai.util import (
 
 from ..errors import DockerUnavailableError, PoolSizeError
 from ..host import usable_cores
+from ..schema import Execution, executor_lost
 from . import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure, compose_service
 
 logger = logging.getLogger(__name__)
@@ -87,8 +89,8 @@ class Executor:
             await self.process.wait()
         self.process = None
 
-    async def run(self, request: dict, timeout: float) -> dict | None:
-        """The executor's answer, or None if it died, did not answer in time or answered
+    async def run(self, request: dict, timeout: float) -> Execution | None:
+        """The executor's verdict, or None if it died, did not answer in time or answered
         something that is not a verdict."""
         if self.process is None or self.process.returncode is not None:
             await self.start()
@@ -97,8 +99,8 @@ class Executor:
             self.process.stdin.write(json.dumps(request).encode() + b"\n")
             await self.process.stdin.drain()
             line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
-            return json.loads(line)
-        except (BrokenPipeError, ConnectionResetError, TimeoutError, ValueError):
+            return Execution.from_answer(json.loads(line))
+        except (BrokenPipeError, ConnectionResetError, TimeoutError, ValueError, TypeError):
             await self.stop()
             return None
 
@@ -129,22 +131,22 @@ class Pool:
             self.executors.append(executor)
             self.idle.put_nowait(executor)
 
-    async def run(self, request: dict, timeout: float) -> dict:
-        """The executor's answer, and how many containers were replaced on its account."""
+    async def run(self, request: dict, timeout: float) -> Execution:
+        """The executor's verdict, with how many containers were replaced on its account."""
         executor = await self.idle.get()
         try:
             for replaced in range(2):
                 answer = await executor.run(request, timeout)
                 if answer is not None:
-                    if answer["residue"]:
-                        await self.replace(executor, f"the program left {answer['residue']}")
+                    if answer.residue:
+                        await self.replace(executor, f"the program left {answer.residue}")
                         replaced += 1
-                    return answer | {"containers_replaced": replaced}
+                    return dataclasses.replace(answer, containers_replaced=replaced)
                 # Whatever ended the executor (its container killed or removed from outside, or
                 # anything a program might find), the program runs once more in a new container;
                 # if the executor is lost again, that is the program's doing.
                 await self.replace(executor, "its executor died, hung or answered nonsense")
-            return executor_lost_verdict() | {"containers_replaced": 2}
+            return dataclasses.replace(executor_lost(), containers_replaced=2)
         finally:
             self.idle.put_nowait(executor)
 
@@ -210,19 +212,6 @@ async def new_pool(compose_file: str) -> Pool:
     size = pool_size(machine_memory, file_table(), container_share(compose_file))
     return Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], compose_file, size)
 
-
-def executor_lost_verdict() -> dict:
-    """A program whose executor was lost twice never reported: the reference's "timed out"."""
-    return {
-        "status": "timed out",
-        "reason": "the sandbox's executor ended before the program reported a result",
-        "returncode": -9,
-        "cpu_seconds": 0.0,
-        "wall_seconds": 0.0,
-        "stdout_bytes": 0,
-        "stderr_tail": "",
-        "residue": {},
-    }
 
 
 def containers_the_machine_holds(
@@ -329,7 +318,7 @@ class PoolSandboxEnvironment(SandboxEnvironment):
             if project.startswith(PROJECT_PREFIX) and (id is None or project == id):
                 await _docker("compose", "-p", project, "down", "--timeout", "1")
 
-    async def run_program(self, request: dict, timeout: float) -> dict:
+    async def run_program(self, request: dict, timeout: float) -> Execution:
         return await self.pool.run(request, timeout)
 
     async def exec(self, cmd: list[str], *args: Any, **kwargs: Any) -> ExecResult[str]:
