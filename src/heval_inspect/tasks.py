@@ -9,6 +9,8 @@ from HumanEval's canonical solutions: single line, multi line, random span, rand
 import inspect
 import logging
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -113,44 +115,114 @@ def parse_subsets(subsets: str | list[str]) -> list[str]:
     return names
 
 
-def refuse_unknown_arguments(task_name: str, task_function, unknown: dict[str, Any]) -> None:
-    """Inspect only warns of a -T argument that a task does not take; a misspelt argument would
-    then silently run the default (say, all 8,652 samples instead of a subset), so it is an error.
-    The tasks take **unknown to see such arguments at all."""
-    if not unknown:
-        return
-    known = [
-        name
-        for name, parameter in inspect.signature(task_function).parameters.items()
-        if parameter.kind is not inspect.Parameter.VAR_KEYWORD
+@dataclass(frozen=True, kw_only=True)
+class TaskArguments:
+    """The arguments every task takes (`-T name=value`); each task's signature is built from
+    these fields (see `task_function`), so they are written here once.
+
+    Args:
+        data_dir: A local folder with the official files (default: $HEVAL_DATA_DIR, else the
+            pinned, checksum-verified download).
+        problem_file: Score any problem file in the reference's format instead (JSON lines with
+            task_id, prompt, suffix (none in HumanEval's), canonical_solution, test,
+            entry_point); humaneval_infilling then ignores `subsets`.
+        samples: Score completions made elsewhere (the reference's format, JSON lines of
+            task_id and completion) instead of asking a model: sets the solver to replay and the
+            epochs to the completions per task, after checking the file against the problems.
+        partial: With `samples`, score only the tasks the file has completions for.
+        k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
+        solver: Defaults to asking a chat model (infill_chat), or with fim_format a FIM model
+            (infill_fim).
+        scorer: Defaults to running the unit tests in the sandbox (unit_tests).
+        sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
+        timeout: Seconds each program may run, less time spent waiting for a CPU (the
+            reference harness's 3 s).
+        memory_limit: MiB of address space for each process of a program (the reference has
+            no limit; at most the 1,536 MiB the sandbox container leaves to programs).
+        fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
+            (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
+            codegemma, codestral, incoder), through a raw-completion provider such as
+            openai-api-completions/... or vllm-completions/...; default: a chat prompt.
+        shard: Run one of n shards, "i/n" numbered from 1 ("1/4" ... "4/4"): whole HumanEval
+            problems per shard, balanced by number of tasks, the same split on every machine.
+    """
+
+    data_dir: str | None = None
+    problem_file: str | None = None
+    samples: str | None = None
+    partial: bool = False
+    k: int | str | list[int] = 1
+    solver: Solver | None = None
+    scorer: Scorer | None = None
+    sandbox: SandboxName = "pool"
+    timeout: float = DEFAULT_TIMEOUT
+    memory_limit: int = DEFAULT_MEMORY_MIB
+    fim_format: str | None = None
+    shard: str | None = None
+
+    def check(self) -> None:
+        """The plain-valued arguments, checked before any file is read."""
+        for name in ("data_dir", "problem_file", "samples"):
+            if getattr(self, name) is not None:
+                check_path(name, getattr(self, name))
+        check_flag("partial", self.partial)
+        check_name("sandbox", self.sandbox, ", ".join(SANDBOX_TYPES))
+        check_timeout(self.timeout)
+        check_memory_limit(self.memory_limit)
+        if self.fim_format is not None:
+            check_name("fim_format", self.fim_format, ", ".join(prompts.FIM_FORMATS))
+            prompts.fim_format(self.fim_format)
+        parse_ks(self.k)
+        parse_shard(self.shard)
+
+
+def task_function(
+    name: str, summary: str, build: Callable[..., Task], own_args: str = ""
+) -> Callable[..., Task]:
+    """The task `name`: `build(arguments, **own)`, given the checked TaskArguments and its own
+    keyword arguments (those of `build` after the first, documented in `own_args`).
+
+    Its signature, which Inspect reads for `-T`, the log's task arguments and the viewer, is
+    keyword-only: its own arguments, then TaskArguments'. Its docstring is `summary` and every
+    argument's entry. Inspect only warns of a -T argument that a task does not take: a misspelt
+    argument would then silently run the default (say, all 8,652 samples instead of a subset),
+    so here it is an error that names the arguments the task takes.
+    """
+    own = [
+        parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for parameter in list(inspect.signature(build).parameters.values())[1:]
     ]
-    raise TaskArgumentError(
-        f"heval_inspect/{task_name} has no argument {', '.join(sorted(unknown))}: its arguments "
-        f"are {', '.join(known)} (see the README's 'Task arguments')."
+    common = [
+        inspect.Parameter(
+            each.name, inspect.Parameter.KEYWORD_ONLY, default=each.default, annotation=each.type
+        )
+        for each in fields(TaskArguments)
+    ]
+    own_names = {parameter.name for parameter in own}
+    names = [parameter.name for parameter in own + common]
+
+    def function(**given: Any) -> Task:
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise TaskArgumentError(
+                f"heval_inspect/{name} has no argument {', '.join(unknown)}: its arguments are "
+                f"{', '.join(names)} (see the README's 'Task arguments')."
+            )
+        arguments = TaskArguments(**{key: value for key, value in given.items()
+                                     if key not in own_names})  # fmt: skip
+        arguments.check()
+        return build(arguments, **{key: given[key] for key in given if key in own_names})
+
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = build.__module__
+    common_args = (TaskArguments.__doc__ or "").split("Args:\n", 1)[1].rstrip() + "\n"
+    function.__doc__ = f"{summary}\n\n    Args:\n{own_args}{common_args}"
+    # **unknown: Inspect passes an argument the signature lacks only to a task that has one.
+    unknown = inspect.Parameter("unknown", inspect.Parameter.VAR_KEYWORD, annotation=Any)
+    function.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [*own, *common, unknown], return_annotation=Task
     )
-
-
-def check_arguments(
-    data_dir: Any,
-    problem_file: Any,
-    samples: Any,
-    partial: Any,
-    sandbox: Any,
-    timeout: Any,
-    memory_limit: Any,
-    fim_format: Any,
-) -> None:
-    """The plain-valued arguments every task takes, checked before any file is read."""
-    paths = {"data_dir": data_dir, "problem_file": problem_file, "samples": samples}
-    for name, path in paths.items():
-        if path is not None:
-            check_path(name, path)
-    check_flag("partial", partial)
-    check_name("sandbox", sandbox, ", ".join(SANDBOX_TYPES))
-    check_timeout(timeout)
-    check_memory_limit(memory_limit)
-    if fim_format is not None:
-        check_name("fim_format", fim_format, ", ".join(prompts.FIM_FORMATS))
+    return task(name=name)(function)
 
 
 def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
@@ -169,28 +241,20 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
     return (SANDBOX_TYPES[sandbox], str(COMPOSE_FILE))
 
 
-def _task(
-    files: list[tuple[ProblemFile, str]],
-    version: str,
-    fim: FimFormat | None,
-    completions: str | None,
-    partial: bool,
-    k: int | str | list[int],
-    solver: Solver | None,
-    scorer: Scorer | None,
-    sandbox: SandboxName,
-    timeout: float,
-    memory_limit: int,
-) -> Task:
+def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArguments) -> Task:
+    """The task of these problem files (each with its subset's name), under these arguments."""
+    fim = prompts.fim_format(arguments.fim_format) if arguments.fim_format else None
+    completions, solver, scorer = arguments.samples, arguments.solver, arguments.scorer
+    timeout, memory_limit, sandbox = arguments.timeout, arguments.memory_limit, arguments.sandbox
     samples = samples_of(files, fim)
     data_files = [
         {"role": "problems", "path": str(file.path), "sha256": file.sha256} for file, _ in files
     ]
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
-    ks = parse_ks(k)
+    ks = parse_ks(arguments.k)
     epochs = max(ks)
     if completions:
-        samples, epochs = _replayed(samples, completions, partial)
+        samples, epochs = _replayed(samples, completions, arguments.partial)
         solver = solver or replay(completions)
         path = Path(completions)
         data_files.append(
@@ -201,7 +265,7 @@ def _task(
     # Several subsets report each under its prefix, and blends; named by the task's subsets, so
     # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
     per_subset = len({subset for _, subset in files}) > 1
-    return Task(
+    task = Task(
         dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
         solver=solver or infill_chat(),
@@ -216,7 +280,7 @@ def _task(
         metrics=(
             None
             if scorer
-            else [humaneval_metrics(k, per_subset=per_subset, cluster="problem_id")]
+            else [humaneval_metrics(arguments.k, per_subset=per_subset, cluster="problem_id")]
         ),
         headline_metric=(
             None
@@ -227,6 +291,7 @@ def _task(
         version=task_version(version),
         metadata=eval_metadata(version, data_files, sandbox, timeout, memory_limit, fim),
     )
+    return apply_shard(task, parse_shard(arguments.shard), _problem_of)
 
 
 def dataset_name(files: list[ProblemFile]) -> str:
@@ -271,174 +336,56 @@ def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sam
     return [sample for sample in samples if str(sample.id) in completions], counts[0]
 
 
-@task
-def humaneval_infilling(
-    subsets: str | list[str] = "all",
-    data_dir: str | None = None,
-    problem_file: str | None = None,
-    samples: str | None = None,
-    partial: bool = False,
-    k: int | str | list[int] = 1,
-    solver: Solver | None = None,
-    scorer: Scorer | None = None,
-    sandbox: SandboxName = "pool",
-    timeout: float = DEFAULT_TIMEOUT,
-    memory_limit: int = DEFAULT_MEMORY_MIB,
-    fim_format: str | None = None,
-    shard: str | None = None,
-    **unknown: Any,
-) -> Task:
-    """HumanEval-Infilling: every sample asks for the code of one gap.
-
-    Args:
-        subsets: "all" or a comma-separated list of single_line, multi_line, random_span,
-            random_span_light.
-        data_dir: A local folder with the official files (default: $HEVAL_DATA_DIR, else download).
-        problem_file: Score any problem file in the reference's format instead (JSON lines with
-            task_id, prompt, suffix, canonical_solution, test, entry_point); `subsets` is ignored.
-        samples: Score completions made elsewhere (the reference's format, JSON lines of
-            task_id and completion) instead of asking a model: sets the solver to replay and the
-            epochs to the completions per task, after checking the file against the problems.
-        partial: With `samples`, score only the tasks the file has completions for.
-        k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
-        solver: Defaults to asking a chat model (infill_chat), or with fim_format a FIM model
-            (infill_fim).
-        scorer: Defaults to running the unit tests in the sandbox (unit_tests).
-        sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
-        timeout: Seconds each program may run, less time spent waiting for a CPU (the
-            reference harness's 3 s).
-        memory_limit: MiB of address space for each process of a program (the reference has
-            no limit; at most the 1,536 MiB the sandbox container leaves to programs).
-        fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
-            (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
-            codegemma, codestral, incoder), through a raw-completion provider such as
-            openai-api-completions/... or vllm-completions/...; default: a chat prompt.
-        shard: Run one of n shards, "i/n" numbered from 1 ("1/4" ... "4/4"): whole HumanEval
-            problems per shard, balanced by number of tasks, the same split on every machine.
-    """
-    refuse_unknown_arguments("humaneval_infilling", humaneval_infilling, unknown)
-    check_arguments(
-        data_dir, problem_file, samples, partial, sandbox, timeout, memory_limit, fim_format
-    )
-    part = parse_shard(shard)
-    fim = prompts.fim_format(fim_format) if fim_format else None
-    if problem_file:
-        files = [(open_problems(problem_file), Path(problem_file).stem)]
+def _infilling(arguments: TaskArguments, subsets: str | list[str] = "all") -> Task:
+    if arguments.problem_file:
+        files = [(open_problems(arguments.problem_file), Path(arguments.problem_file).stem)]
     else:
         files = [
-            (open_official(SUBSETS[name], data_dir), name) for name in parse_subsets(subsets)
+            (open_official(SUBSETS[name], arguments.data_dir), name)
+            for name in parse_subsets(subsets)
         ]
-    task = _task(
-        files, INFILLING_VERSION, fim, samples, partial, k, solver, scorer, sandbox, timeout,
-        memory_limit,
+    return _task(files, INFILLING_VERSION, arguments)
+
+
+def _humaneval(arguments: TaskArguments) -> Task:
+    file = (
+        open_problems(arguments.problem_file)
+        if arguments.problem_file
+        else open_official(HUMANEVAL, arguments.data_dir)
     )
-    return apply_shard(task, part, _problem_of)
+    return _task([(file, "humaneval")], HUMANEVAL_VERSION, arguments)
 
 
-def _subset_task(name: str, subset: str, size: str):
+humaneval = task_function(
+    "humaneval",
+    f"HumanEval: complete each function from its signature and docstring "
+    f"({HUMANEVAL.records} problems).",
+    _humaneval,
+)
+humaneval_infilling = task_function(
+    "humaneval_infilling",
+    "HumanEval-Infilling: every sample asks for the code of one gap "
+    f"({sum(file.records or 0 for file in SUBSETS.values()):,} tasks in four subsets).",
+    _infilling,
+    own_args="""        subsets: "all" or a comma-separated list of single_line, multi_line, random_span,
+            random_span_light.
+""",
+)
+
+
+def _subset_task(name: str, subset: str) -> Callable[..., Task]:
     """One infilling subset as a task of its own: `humaneval_infilling` with `subsets` fixed."""
-
-    @task(name=name)
-    def subset_task(
-        data_dir: str | None = None,
-        problem_file: str | None = None,
-        samples: str | None = None,
-        partial: bool = False,
-        k: int | str | list[int] = 1,
-        solver: Solver | None = None,
-        scorer: Scorer | None = None,
-        sandbox: SandboxName = "pool",
-        timeout: float = DEFAULT_TIMEOUT,
-        memory_limit: int = DEFAULT_MEMORY_MIB,
-        fim_format: str | None = None,
-        shard: str | None = None,
-        **unknown: Any,
-    ) -> Task:
-        refuse_unknown_arguments(name, subset_task, unknown)
-        return humaneval_infilling(
-            subsets=subset,
-            data_dir=data_dir,
-            problem_file=problem_file,
-            samples=samples,
-            partial=partial,
-            k=k,
-            solver=solver,
-            scorer=scorer,
-            sandbox=sandbox,
-            timeout=timeout,
-            memory_limit=memory_limit,
-            fim_format=fim_format,
-            shard=shard,
-        )
-
-    subset_task.__doc__ = f"HumanEval-Infilling, {subset.replace('_', '-')} subset ({size} tasks)."
-    return subset_task
+    return task_function(
+        name,
+        f"HumanEval-Infilling, {subset.replace('_', '-')} subset "
+        f"({SUBSETS[subset].records:,} tasks).",
+        lambda arguments: _infilling(arguments, subset),
+    )
 
 
-humaneval_single_line_infilling = _subset_task(
-    "humaneval_single_line_infilling", "single_line", "1,033"
-)
-humaneval_multi_line_infilling = _subset_task(
-    "humaneval_multi_line_infilling", "multi_line", "5,815"
-)
-humaneval_random_span_infilling = _subset_task(
-    "humaneval_random_span_infilling", "random_span", "1,640"
-)
+humaneval_single_line_infilling = _subset_task("humaneval_single_line_infilling", "single_line")
+humaneval_multi_line_infilling = _subset_task("humaneval_multi_line_infilling", "multi_line")
+humaneval_random_span_infilling = _subset_task("humaneval_random_span_infilling", "random_span")
 humaneval_random_span_infilling_light = _subset_task(
-    "humaneval_random_span_infilling_light", "random_span_light", "164"
+    "humaneval_random_span_infilling_light", "random_span_light"
 )
-
-
-@task
-def humaneval(
-    data_dir: str | None = None,
-    problem_file: str | None = None,
-    samples: str | None = None,
-    partial: bool = False,
-    k: int | str | list[int] = 1,
-    solver: Solver | None = None,
-    scorer: Scorer | None = None,
-    sandbox: SandboxName = "pool",
-    timeout: float = DEFAULT_TIMEOUT,
-    memory_limit: int = DEFAULT_MEMORY_MIB,
-    fim_format: str | None = None,
-    shard: str | None = None,
-    **unknown: Any,
-) -> Task:
-    """HumanEval: complete each function from its signature and docstring (164 problems).
-
-    Args:
-        data_dir: A local folder with HumanEval.jsonl.gz (default: $HEVAL_DATA_DIR, else download).
-        problem_file: Score any problem file in the reference's format instead.
-        samples: Score completions made elsewhere (the reference's format, JSON lines of
-            task_id and completion) instead of asking a model: sets the solver to replay and the
-            epochs to the completions per task, after checking the file against the problems.
-        partial: With `samples`, score only the tasks the file has completions for.
-        k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
-        solver: Defaults to asking a chat model (infill_chat), or with fim_format a FIM model
-            (infill_fim).
-        scorer: Defaults to running the unit tests in the sandbox (unit_tests).
-        sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
-        timeout: Seconds each program may run, less time spent waiting for a CPU (the
-            reference harness's 3 s).
-        memory_limit: MiB of address space for each process of a program (the reference has
-            no limit; at most the 1,536 MiB the sandbox container leaves to programs).
-        fim_format: Prompt a base model with raw fill-in-the-middle in this family's format
-            (starcoder, santacoder, codellama, codellama_spm, deepseek, qwen2.5-coder,
-            codegemma, codestral, incoder), through a raw-completion provider such as
-            openai-api-completions/... or vllm-completions/...; default: a chat prompt.
-        shard: Run one of n shards, "i/n" numbered from 1 ("1/4" ... "4/4"): whole HumanEval
-            problems per shard, balanced by number of tasks, the same split on every machine.
-    """
-    refuse_unknown_arguments("humaneval", humaneval, unknown)
-    check_arguments(
-        data_dir, problem_file, samples, partial, sandbox, timeout, memory_limit, fim_format
-    )
-    part = parse_shard(shard)
-    fim = prompts.fim_format(fim_format) if fim_format else None
-    file = open_problems(problem_file) if problem_file else open_official(HUMANEVAL, data_dir)
-    task = _task(
-        [(file, "humaneval")], HUMANEVAL_VERSION, fim, samples, partial, k, solver, scorer,
-        sandbox, timeout, memory_limit,
-    )
-    return apply_shard(task, part, _problem_of)
