@@ -27,6 +27,7 @@ EXPECTED_COUNTS = {
 }
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("subset", list(SUBSETS))
 def test_official_subsets_load_with_their_published_counts(subset):
     records = load_official(SUBSETS[subset])
@@ -34,12 +35,14 @@ def test_official_subsets_load_with_their_published_counts(subset):
     assert all(set(r) >= {"prompt", "suffix", "canonical_solution", "test"} for r in records)
 
 
+@pytest.mark.data
 def test_humaneval_loads_164_problems():
     records = load_official(HUMANEVAL)
     assert len(records) == 164
     assert records[0]["task_id"] == "HumanEval/0"
 
 
+@pytest.mark.data
 def test_a_flat_folder_of_files_is_accepted(tmp_path):
     shutil.copy(official_path(HUMANEVAL), tmp_path)
     assert len(load_official(HUMANEVAL, tmp_path)) == 164
@@ -50,6 +53,7 @@ def test_missing_file_names_the_file_and_the_fix(tmp_path):
         load_official(HUMANEVAL, tmp_path)
 
 
+@pytest.mark.data
 def test_truncated_file_is_rejected_by_checksum(tmp_path):
     source = official_path(SUBSETS["single_line"])
     (tmp_path / source.name).write_bytes(source.read_bytes()[:5000])
@@ -57,6 +61,7 @@ def test_truncated_file_is_rejected_by_checksum(tmp_path):
         load_official(SUBSETS["single_line"], tmp_path)
 
 
+@pytest.mark.data
 def test_altered_file_is_rejected_by_checksum(tmp_path):
     records = gzip.decompress(official_path(HUMANEVAL).read_bytes())
     (tmp_path / "HumanEval.jsonl.gz").write_bytes(gzip.compress(records.replace(b"==", b"!=", 1)))
@@ -87,6 +92,7 @@ def mirror(tmp_path):
         yield url
 
 
+@pytest.mark.data
 def test_download_is_verified_and_cached(monkeypatch, tmp_path, mirror):
     monkeypatch.delenv("HEVAL_DATA_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -120,6 +126,7 @@ def test_unreachable_download_says_how_to_work_offline(monkeypatch, tmp_path):
         load_official(HUMANEVAL)
 
 
+@pytest.mark.data
 def test_any_problem_file_in_the_reference_format_loads():
     records = read_problems(official_path(EXAMPLE_PROBLEMS))
     assert [r["task_id"] for r in records] == ["test/0"]

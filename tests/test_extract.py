@@ -39,6 +39,7 @@ def same_syntax_tree(program: str, canonical: str) -> bool:
         return False
 
 
+@pytest.mark.data
 @pytest.mark.slow
 @pytest.mark.parametrize("style", EXACT_STYLES)
 def test_each_chat_style_gives_back_the_canonical_span_of_every_task(style, every_task):
@@ -51,6 +52,7 @@ def test_each_chat_style_gives_back_the_canonical_span_of_every_task(style, ever
     assert per_subset(wrong) == {}, wrong[:5]
 
 
+@pytest.mark.data
 @pytest.mark.slow
 @pytest.mark.parametrize("style", INEXACT_STYLES)
 def test_answers_without_their_final_line_break_give_the_canonical_program(style, every_task):
@@ -68,6 +70,7 @@ def test_answers_without_their_final_line_break_give_the_canonical_program(style
     assert exact > 8000  # the rest differ by a line break the answer could not show
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("family", FIM_FORMATS)
 def test_each_fim_completion_is_cut_at_its_stop_token(family, every_task):
     row = FIM_FORMATS[family]

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.util import SandboxEnvironment
 
@@ -27,6 +28,7 @@ def test_our_user_errors_are_printed_by_inspects_cli_as_one_message_without_a_tr
     assert "Traceback" not in output, output
 
 
+@pytest.mark.data
 def test_the_local_sandbox_is_told_apart_and_runs_the_executor_on_this_machine(tmp_path):
     assert issubclass(LocalSandboxEnvironment, SandboxEnvironment)
     [log] = inspect_eval(

@@ -21,6 +21,7 @@ def write_rows(path, rows):
     return str(path)
 
 
+@pytest.mark.data
 def test_completion_file_groups_rows_by_task_in_order():
     completions = read_completions(official_path(EXAMPLE_SAMPLES))
     assert list(completions) == ["test/0"] and len(completions["test/0"]) == 10
@@ -43,12 +44,14 @@ def test_malformed_completion_file_names_line_and_problem(tmp_path, content, pro
         read_completions(path)
 
 
+@pytest.mark.data
 def test_task_ids_of_another_task_are_refused_before_anything_runs(tmp_path):
     path = write_rows(tmp_path / "s.jsonl", [{"task_id": "HumanEval/0", "completion": "x"}])
     with pytest.raises(DataError, match="1 task id.*not problems of this task.*HumanEval/0"):
         humaneval_infilling(subsets="single_line", samples=path)
 
 
+@pytest.mark.data
 def test_missing_tasks_are_refused_unless_partial(tmp_path):
     path = write_rows(tmp_path / "s.jsonl", [{"task_id": "HumanEval/3", "completion": "x"}])
     with pytest.raises(DataError, match="no completion for 163 of the 164 tasks.*partial=true"):
@@ -58,6 +61,7 @@ def test_missing_tasks_are_refused_unless_partial(tmp_path):
     assert task.epochs == 1
 
 
+@pytest.mark.data
 def test_uneven_completion_counts_score_the_first_of_each(tmp_path, caplog):
     rows = [{"task_id": "HumanEval/0", "completion": str(n)} for n in range(3)]
     rows += [{"task_id": "HumanEval/1", "completion": "x"}] * 2

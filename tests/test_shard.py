@@ -29,6 +29,7 @@ def original():
     return list(humaneval().dataset)
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("dataset", ["infilling", "original"])
 def test_shards_cover_every_task_once_with_whole_problems_for_1_to_16(dataset, request):
     samples = request.getfixturevalue(dataset)
@@ -52,6 +53,7 @@ def test_shards_cover_every_task_once_with_whole_problems_for_1_to_16(dataset, r
             assert [order[s.id] for s in shard] == sorted(order[s.id] for s in shard)
 
 
+@pytest.mark.data
 def test_infilling_shards_are_balanced_by_tasks(infilling):
     # 8,652 tasks over 164 problems (the largest has 475 tasks): within a few tasks of even.
     sizes = [len(shard) for shard in split(infilling, 4, problem_of)]
@@ -60,6 +62,7 @@ def test_infilling_shards_are_balanced_by_tasks(infilling):
     assert max(sizes) - min(sizes) <= 60, sizes
 
 
+@pytest.mark.data
 def test_the_task_runs_its_shard_and_records_it_in_the_log_metadata(infilling):
     expected = split(infilling, 3, problem_of)
     for index in (1, 2, 3):
@@ -84,6 +87,7 @@ def test_the_task_runs_its_shard_and_records_it_in_the_log_metadata(infilling):
         "humaneval_infilling",
     ],
 )
+@pytest.mark.data
 def test_every_task_takes_a_shard(name):
     task_function = registry_lookup("task", f"heval_inspect/{name}")
     whole = len(task_function().dataset)
@@ -91,12 +95,14 @@ def test_every_task_takes_a_shard(name):
     assert sum(parts) == whole and min(parts) > 0
 
 
+@pytest.mark.data
 def test_no_shard_is_the_whole_task_without_shard_metadata():
     task = humaneval()
     assert len(task.dataset) == 164 and "shard" not in (task.metadata or {})
     assert len(humaneval(shard="1/1").dataset) == 164
 
 
+@pytest.mark.data
 def test_a_shard_of_a_replayed_file_is_checked_against_the_whole_task(tmp_path, original):
     rows = tmp_path / "samples.jsonl"
     rows.write_text(
@@ -131,6 +137,7 @@ def test_bad_shard_values_are_refused_saying_what_to_give(value, message):
         humaneval(shard=value)
 
 
+@pytest.mark.data
 def test_more_shards_than_problems_is_refused():
     example = str(official_path(EXAMPLE_PROBLEMS))
     with pytest.raises(TaskArgumentError, match=r"has only 1 HumanEval problem.*at most 1 shard"):

@@ -28,6 +28,7 @@ TASKS = {
 }
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("name, size", TASKS.items())
 def test_registered_task_has_the_published_size(name, size):
     task_function = registry_lookup("task", f"heval_inspect/{name}")
@@ -48,6 +49,7 @@ def test_solvers_are_registered(name):
     assert registry_lookup("solver", f"heval_inspect/{name}") is not None
 
 
+@pytest.mark.data
 def test_infilling_samples_carry_subset_and_problem_and_no_problem_text():
     dataset = humaneval_infilling().dataset
     subsets = {sample.metadata["subset"] for sample in dataset}
@@ -65,6 +67,7 @@ def test_infilling_samples_carry_subset_and_problem_and_no_problem_text():
     assert problem["prompt"] in sample.input and problem["suffix"] in sample.input
 
 
+@pytest.mark.data
 def test_record_to_sample_keeps_a_real_records_fields_where_solvers_and_scorer_read_them():
     record = load_official(SUBSETS["multi_line"])[2]
     sample = record_to_sample(record, "multi_line", "file.jsonl.gz@0123456789ab")
@@ -85,6 +88,7 @@ def test_a_sample_of_another_dataset_can_carry_its_problem_in_metadata():
         problem_for("mine/0", {"source": "elsewhere.jsonl@0123456789ab"})
 
 
+@pytest.mark.data
 def test_a_process_that_loaded_no_task_finds_an_official_problem_by_its_source():
     # As `inspect score` does: a new interpreter, no task made, only a sample's metadata.
     source = "HumanEval-RandomSpanInfillingLight.jsonl.gz@1432250ecac0"
@@ -102,12 +106,14 @@ def test_a_sample_made_from_another_version_of_an_official_file_is_refused():
         problem_for("HumanEval/0", {"source": "HumanEval.jsonl.gz@0123456789ab"})
 
 
+@pytest.mark.data
 def test_subsets_argument_selects_and_rejects():
     assert len(humaneval_infilling(subsets="single_line,random_span_light").dataset) == 1197
     with pytest.raises(ValueError, match="Unknown infilling subset.*choose from single_line"):
         humaneval_infilling(subsets="single_lines")
 
 
+@pytest.mark.data
 def test_program_is_assembled_exactly_as_the_reference_does():
     [sample] = [s for s in humaneval().dataset if s.id == "HumanEval/0"]
     meta = problem_for(sample.id, sample.metadata)
@@ -119,6 +125,7 @@ def test_program_is_assembled_exactly_as_the_reference_does():
     )
 
 
+@pytest.mark.data
 def test_unknown_task_argument_is_an_error_naming_the_arguments():
     with pytest.raises(TaskArgumentError, match="has no argument subset: its arguments are data"):
         humaneval_single_line_infilling(subset="multi_line")
@@ -174,6 +181,7 @@ def test_bad_argument_on_the_command_line_is_one_message_and_no_log(argument, me
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
 
 
+@pytest.mark.data
 @pytest.mark.parametrize("name", [name for name in TASKS])
 def test_fim_format_argument_sends_the_raw_prompt_with_stop_tokens_and_max_tokens(name):
     task = registry_lookup("task", f"heval_inspect/{name}")(fim_format="codestral")
@@ -185,6 +193,7 @@ def test_fim_format_argument_sends_the_raw_prompt_with_stop_tokens_and_max_token
     assert task.config.stop_seqs == ["</s>", "[PREFIX]", "[SUFFIX]", "[MIDDLE]"]
 
 
+@pytest.mark.data
 def test_chat_is_the_default_and_sets_no_generation_limits():
     task = humaneval()
     assert task.dataset[0].input.startswith("Complete the following Python function.")
