@@ -118,3 +118,33 @@ def test_the_readme_is_a_front_page():
     # Its Documentation list links every page.
     linked = set(LINK.findall(README))
     assert {f"docs/{page.name}" for page in (ROOT / "docs").glob("*.md")} <= linked
+
+
+def test_every_task_argument_the_docs_pass_is_one_the_task_takes():
+    # What Inspect itself reads: the signature built at import (tasks.takes_task_arguments), not
+    # the source's `def`, which takes one TaskArguments.
+    import inspect as python_inspect
+
+    import heval_inspect
+
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    commands = [
+        command
+        for page in pages
+        for command in page.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()
+        if re.search(r"inspect eval(-set)? .*heval_inspect/\w+", command)
+    ]
+    passed = [
+        (task, name)
+        for command in commands
+        for task in re.findall(r"heval_inspect/(\w+)", command)
+        for name in re.findall(r"-T ['\"]?(\w+)=", command)
+        if task.startswith("humaneval")  # a task, not a solver or scorer of the package
+    ]
+    assert {name for _, name in passed} >= {"k", "fim_format", "samples"}, passed
+    unknown = [
+        (task, name)
+        for task, name in passed
+        if name not in python_inspect.signature(getattr(heval_inspect, task)).parameters
+    ]
+    assert not unknown, unknown

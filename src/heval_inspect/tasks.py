@@ -6,6 +6,7 @@ the scorer runs prompt + gap + suffix + tests in a Docker sandbox. The infilling
 from HumanEval's canonical solutions: single line, multi line, random span, random span (light).
 """
 
+import functools
 import inspect
 import logging
 import re
@@ -176,17 +177,15 @@ class TaskArguments:
         parse_shard(self.shard)
 
 
-def task_function(
-    name: str, summary: str, build: Callable[..., Task], own_args: str = ""
-) -> Callable[..., Task]:
-    """The task `name`: `build(arguments, **own)`, given the checked TaskArguments and its own
-    keyword arguments (those of `build` after the first, documented in `own_args`).
+def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
+    """`build(arguments, **own)` as a task function: given the checked TaskArguments and its own
+    keyword arguments (those of `build` after the first).
 
     Its signature, which Inspect reads for `-T`, the log's task arguments and the viewer, is
-    keyword-only: its own arguments, then TaskArguments'. Its docstring is `summary` and every
-    argument's entry. Inspect only warns of a -T argument that a task does not take: a misspelt
-    argument would then silently run the default (say, all 8,652 samples instead of a subset),
-    so here it is an error that names the arguments the task takes.
+    keyword-only: `build`'s own arguments, then TaskArguments'. Its docstring is `build`'s, then
+    TaskArguments' entries. Inspect only warns of a -T argument that a task does not take: a
+    misspelt argument would then silently run the default (say, all 8,652 samples instead of a
+    subset), so here it is an error that names the arguments the task takes.
     """
     own = [
         parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
@@ -201,28 +200,29 @@ def task_function(
     own_names = {parameter.name for parameter in own}
     names = [parameter.name for parameter in own + common]
 
+    @functools.wraps(build)
     def function(**given: Any) -> Task:
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise TaskArgumentError(
-                f"heval_inspect/{name} has no argument {', '.join(unknown)}: its arguments are "
-                f"{', '.join(names)} (see the README's 'Task arguments')."
+                f"heval_inspect/{build.__name__} has no argument {', '.join(unknown)}: its "
+                f"arguments are {', '.join(names)} (see the README's 'Task arguments')."
             )
         arguments = TaskArguments(**{key: value for key, value in given.items()
                                      if key not in own_names})  # fmt: skip
         arguments.check()
         return build(arguments, **{key: given[key] for key in given if key in own_names})
 
-    function.__name__ = function.__qualname__ = name
-    function.__module__ = build.__module__
-    common_args = (TaskArguments.__doc__ or "").split("Args:\n", 1)[1].rstrip() + "\n"
-    function.__doc__ = f"{summary}\n\n    Args:\n{own_args}{common_args}"
+    summary, _, own_args = inspect.cleandoc(build.__doc__ or "").partition("Args:\n")
+    common_args = inspect.cleandoc(TaskArguments.__doc__ or "").partition("Args:\n")[2]
+    entries = [entry for entry in (own_args.rstrip(), common_args) if entry]
+    function.__doc__ = f"{summary.rstrip()}\n\nArgs:\n" + "\n".join(entries)
     # **unknown: Inspect passes an argument the signature lacks only to a task that has one.
     unknown = inspect.Parameter("unknown", inspect.Parameter.VAR_KEYWORD, annotation=Any)
     function.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [*own, *common, unknown], return_annotation=Task
     )
-    return task(name=name)(function)
+    return function
 
 
 def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
@@ -356,36 +356,67 @@ def _humaneval(arguments: TaskArguments) -> Task:
     return _task([(file, "humaneval")], HUMANEVAL_VERSION, arguments)
 
 
-humaneval = task_function(
-    "humaneval",
-    f"HumanEval: complete each function from its signature and docstring "
-    f"({HUMANEVAL.records} problems).",
-    _humaneval,
-)
-humaneval_infilling = task_function(
-    "humaneval_infilling",
-    "HumanEval-Infilling: every sample asks for the code of one gap "
-    f"({sum(file.records or 0 for file in SUBSETS.values()):,} tasks in four subsets).",
-    _infilling,
-    own_args="""        subsets: "all" or a comma-separated list of single_line, multi_line, random_span,
-            random_span_light.
-""",
-)
-
-
-def _subset_task(name: str, subset: str) -> Callable[..., Task]:
-    """One infilling subset as a task of its own: `humaneval_infilling` with `subsets` fixed."""
-    return task_function(
-        name,
-        f"HumanEval-Infilling, {subset.replace('_', '-')} subset "
-        f"({SUBSETS[subset].records:,} tasks).",
-        lambda arguments: _infilling(arguments, subset),
+@task
+@takes_task_arguments
+def humaneval(arguments: TaskArguments) -> Task:
+    """HumanEval: complete each function from its signature and docstring."""
+    file = (
+        open_problems(arguments.problem_file)
+        if arguments.problem_file
+        else open_official(HUMANEVAL, arguments.data_dir)
     )
+    return _task([(file, "humaneval")], HUMANEVAL_VERSION, arguments)
 
 
-humaneval_single_line_infilling = _subset_task("humaneval_single_line_infilling", "single_line")
-humaneval_multi_line_infilling = _subset_task("humaneval_multi_line_infilling", "multi_line")
-humaneval_random_span_infilling = _subset_task("humaneval_random_span_infilling", "random_span")
-humaneval_random_span_infilling_light = _subset_task(
-    "humaneval_random_span_infilling_light", "random_span_light"
-)
+@task
+@takes_task_arguments
+def humaneval_infilling(arguments: TaskArguments, subsets: str | list[str] = "all") -> Task:
+    """HumanEval-Infilling: every sample asks for the code of one gap, in four subsets.
+
+    Args:
+        subsets: "all" or a comma-separated list of single_line, multi_line, random_span,
+            random_span_light.
+    """
+    return _infilling(arguments, subsets)
+
+
+def _infilling(arguments: TaskArguments, subsets: str | list[str]) -> Task:
+    if arguments.problem_file:
+        files = [(open_problems(arguments.problem_file), Path(arguments.problem_file).stem)]
+    else:
+        files = [
+            (open_official(SUBSETS[name], arguments.data_dir), name)
+            for name in parse_subsets(subsets)
+        ]
+    return _task(files, INFILLING_VERSION, arguments)
+
+
+# Each infilling subset as a task of its own: humaneval_infilling with `subsets` fixed.
+
+
+@task
+@takes_task_arguments
+def humaneval_single_line_infilling(arguments: TaskArguments) -> Task:
+    """HumanEval-Infilling, single-line subset."""
+    return _infilling(arguments, "single_line")
+
+
+@task
+@takes_task_arguments
+def humaneval_multi_line_infilling(arguments: TaskArguments) -> Task:
+    """HumanEval-Infilling, multi-line subset."""
+    return _infilling(arguments, "multi_line")
+
+
+@task
+@takes_task_arguments
+def humaneval_random_span_infilling(arguments: TaskArguments) -> Task:
+    """HumanEval-Infilling, random-span subset."""
+    return _infilling(arguments, "random_span")
+
+
+@task
+@takes_task_arguments
+def humaneval_random_span_infilling_light(arguments: TaskArguments) -> Task:
+    """HumanEval-Infilling, random-span-light subset (one span per problem)."""
+    return _infilling(arguments, "random_span_light")
