@@ -1,13 +1,16 @@
-"""`heval-inspect parallel`: shard processes with pools that share the cores. No sandbox needed."""
+"""`heval-inspect parallel`: shard processes with pools that share the cores, and reruns that skip
+the shards already done (that one runs real shards in the sandbox)."""
 
 import json
 import os
 import sys
+from pathlib import Path
 
 import pytest
+from inspect_ai.log import read_eval_log
 
 from heval_inspect.cli import main
-from heval_inspect.parallel import pool_sizes, shard_commands, shard_range
+from heval_inspect.parallel import pool_sizes, run_key, shard_commands, shard_range
 
 
 @pytest.mark.parametrize(
@@ -46,7 +49,10 @@ def test_parallel_starts_every_shard_with_its_pool_and_waits(tmp_path, capsys):
     runs = {path.name: json.loads(path.read_text()) for path in tmp_path.iterdir()}
     assert sorted(runs) == ["1-3", "2-3", "3-3"]
     assert [runs[name]["pool"] for name in ("1-3", "2-3", "3-3")] == ["2", "1", "1"]
-    assert runs["1-3"]["argv"] == ["2/3", "--display", "plain", "-T", "shard=1/3"]
+    key = run_key([sys.executable, "-c", RECORDER, str(tmp_path), "2/3"])
+    assert runs["1-3"]["argv"] == [
+        "2/3", "--metadata", f"heval_run={key}", "--display", "plain", "-T", "shard=1/3"
+    ]  # fmt: skip
     err = capsys.readouterr().err
     assert "shard 2/3 failed (exit code 3)" in err and "shard 1/3 failed" not in err
 
@@ -130,3 +136,45 @@ def test_shards_together_get_no_more_containers_than_the_machine_holds(tmp_path,
     pools = [int(json.loads(path.read_text())["pool"]) for path in tmp_path.iterdir()]
     assert sum(pools) == max(most, 2)  # at least one container per shard
     assert f"the shards share {most}" in capsys.readouterr().err
+
+
+def test_the_key_of_a_command_leaves_out_its_display_only():
+    command = ["inspect", "eval", "heval_inspect/humaneval", "--model", "none"]
+    assert run_key(command) == run_key([*command, "--display", "plain"])
+    assert run_key(command) == run_key([*command, "--display=rich"])
+    assert run_key(command) != run_key([*command, "-T", "k=3"])
+
+
+@pytest.mark.docker
+@pytest.mark.data
+def test_a_rerun_starts_only_the_shards_without_a_successful_log(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    command = [
+        str(Path(sys.executable).with_name("inspect")), "eval", "heval_inspect/humaneval",
+        "--model", "none", "--solver", "heval_inspect/reference", "--limit", "3",
+        "--log-dir", str(logs),
+    ]  # fmt: skip
+
+    def run(*extra: str) -> tuple[int, set[str], str]:
+        code = main(["parallel", "--shards", "2", "--cores", "2", "--", *command, *extra])
+        return code, {path.name for path in logs.glob("*.eval")}, capsys.readouterr().err
+
+    code, first, _ = run()
+    assert code == 0 and len(first) == 2
+    # Again: both shards are done, nothing starts and nothing is written.
+    code, again, err = run()
+    assert code == 0 and again == first
+    assert err.count("already has a successful log of this command") == 2
+    # Shard 2's log lost (or never finished): only shard 2 runs.
+    shard_2 = next(
+        name for name in first
+        if read_eval_log(str(logs / name), header_only=True).eval.metadata["shard"]["index"] == 2
+    )  # fmt: skip
+    (logs / shard_2).unlink()
+    code, after, err = run()
+    assert code == 0 and len(after) == 2 and after > first - {shard_2}
+    assert "shard 1/2 already has a successful log" in err and "shard=2/2" in err
+    assert "shard=1/2" not in err
+    # Another command into the same folder is another run: both of its shards run.
+    code, other, _ = run("-T", "timeout=2")
+    assert code == 0 and len(other) == 4

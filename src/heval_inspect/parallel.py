@@ -6,12 +6,23 @@ pool (HEVAL_POOL_SIZE) sized so that the pools together have one container per c
 for them all. With `--run first-last`, a machine runs only those of the n shards (several machines,
 one range each). Nothing else: no queue, no retries; a failed shard is rerun on its own (its log
 says which shard it was), and every shard writes its own log to the command's --log-dir.
+
+Run again (a requeued Slurm job, a restarted pod, the same command after an interruption), it
+starts only the shards that have no successful log of the same command in the log folder: each
+shard's log records the command it came from (the eval metadata's `heval_run`, a digest of the
+command less its shard and display), so a rerun neither repeats finished work nor leaves two
+successful logs of one shard, which the report would refuse as an overlap.
 """
 
+import hashlib
 import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from inspect_ai.log import list_eval_logs, read_eval_log
 
 from .sandbox import COMPOSE_FILE
 from .sandbox.pool import (
@@ -20,6 +31,7 @@ from .sandbox.pool import (
     containers_the_machine_holds,
     file_table,
 )
+from .schema import RUN_KEY, ShardRecord
 
 
 def pool_sizes(shards: int, cores: int) -> list[int]:
@@ -42,11 +54,57 @@ def shard_range(text: str | None, shards: int) -> range:
     )
 
 
-def shard_commands(command: list[str], shards: int, run: range | None = None) -> list[list[str]]:
+def shard_commands(
+    command: list[str], shards: int, run: Sequence[int] | None = None
+) -> list[list[str]]:
     """The command of each shard this machine runs: the user's, with `-T shard=i/n` added."""
     if any(arg.startswith("shard=") or arg.startswith("--task-arg=shard=") for arg in command):
         raise ValueError("the command already names a shard; leave -T shard=... to this command.")
     return [[*command, "-T", f"shard={index}/{shards}"] for index in run or range(1, shards + 1)]
+
+
+def run_key(command: list[str]) -> str:
+    """The digest of an eval command (its shard and display left out) that its shards' logs
+    record, to find the shards a rerun of it has already finished."""
+    kept, skip = [], False
+    for arg in command:
+        if skip:
+            skip = False
+        elif arg == "--display":
+            skip = True
+        elif not arg.startswith("--display="):
+            kept.append(arg)
+    return hashlib.sha256(shlex.join(kept).encode()).hexdigest()[:16]
+
+
+def log_dir_of(command: list[str]) -> str:
+    """Where the command writes its logs: its --log-dir, else Inspect's INSPECT_LOG_DIR, else
+    ./logs (Inspect's default)."""
+    for position, arg in enumerate(command):
+        if arg == "--log-dir" and position + 1 < len(command):
+            return command[position + 1]
+        if arg.startswith("--log-dir="):
+            return arg.split("=", 1)[1]
+    return os.environ.get("INSPECT_LOG_DIR", "logs")
+
+
+def finished_shards(log_dir: str, key: str, shards: int) -> dict[int, str]:
+    """The shards (of `shards`) of the command `key` that have a successful log in `log_dir`."""
+    if "://" not in log_dir and not Path(log_dir).is_dir():
+        return {}
+    finished = {}
+    for info in list_eval_logs(log_dir, recursive=False):
+        header = read_eval_log(info.name, header_only=True)
+        metadata = header.eval.metadata or {}
+        shard = ShardRecord.from_metadata(metadata.get("shard"))
+        if (
+            header.status == "success"
+            and metadata.get(RUN_KEY) == key
+            and shard is not None
+            and shard.count == shards
+        ):
+            finished[shard.index] = info.name
+    return finished
 
 
 def run_parallel(command: list[str], shards: int, cores: int, run: str | None = None) -> int:
@@ -60,6 +118,18 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
             "inspect eval heval_inspect/humaneval_infilling --model none "
             "--solver heval_inspect/reference"
         )
+    key = run_key(command)
+    finished = finished_shards(log_dir_of(command), key, shards)
+    for index in sorted(set(finished) & set(mine)):
+        print(
+            f"heval-inspect: shard {index}/{shards} already has a successful log of this command "
+            f"({finished[index].removeprefix('file://')}): not run again.",
+            file=sys.stderr,
+        )
+    mine = [index for index in mine if index not in finished]
+    if not mine:
+        return 0
+    command = [*command, "--metadata", f"{RUN_KEY}={key}"]
     if "--display" not in command and not any(a.startswith("--display=") for a in command):
         # n live displays in one terminal overwrite each other; the plain one prints lines.
         command = [*command, "--display", "plain"]

@@ -12,6 +12,8 @@ from typing import Any
 
 SCORER = "unit_tests"  # the scorer's name: its scores are `sample.scores[SCORER]`
 TASK_PREFIX = "heval_inspect/"  # a log's task registry name starts with it when the task is ours
+# The eval metadata that names the `heval-inspect parallel` command a shard's log came from.
+RUN_KEY = "heval_run"
 
 # The keys of the score's value: whether the program passed, and whether the model's code was
 # the canonical gap's (as it is, and stripped of surrounding white space); each 0.0 or 1.0.
