@@ -297,3 +297,48 @@ def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):
     ]
     assert completed.status == "success"
     assert scored_once(completed) == {f"slow/{i}": "passed" for i in range(40)}
+
+
+def test_a_killed_run_stops_its_containers_and_the_next_pool_removes_them(tmp_path):
+    # SIGKILL: no cleanup at all in the eval process (as a requeued batch job's SIGTERM, which
+    # Inspect does not handle). Its executors see their input end and stop their containers.
+    environment = os.environ | {"HEVAL_POOL_SIZE": "2"}
+    others = set(pool_containers())
+    run = subprocess.Popen(
+        [
+            INSPECT, "eval", "heval_inspect/humaneval_infilling", "--model", "none",
+            "--solver", "heval_inspect/reference", "--display", "none",
+            "-T", f"problem_file={problem_file(tmp_path, [1] * 20)}",
+            "--log-dir", str(tmp_path / "logs"),
+        ],
+        env=environment,
+    )  # fmt: skip
+    started = WhenAProgramStarts(lambda container: ["exec", container, "true"], ignore=others)
+    started.join(timeout=90)
+    assert started.done
+    killed = set(pool_containers()) - others
+    assert len(killed) == 2
+    run.kill()
+    run.wait(timeout=30)
+
+    def running(container: str) -> bool:
+        state = subprocess.run(
+            ["docker", "inspect", "-f", "{{.State.Running}}", container],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return state.stdout.strip() == "true"
+
+    deadline = time.monotonic() + 30
+    while any(map(running, killed)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not any(map(running, killed))
+    # The next eval's pool removes the stopped pool before it starts its own.
+    [log] = inspect_eval(
+        humaneval_infilling(problem_file=problem_file(tmp_path, [0])),
+        solver=reference(), model="none", log_dir=str(tmp_path / "next"), display="none",
+    )  # fmt: skip
+    assert log.status == "success"
+    left = subprocess.run(
+        ["docker", "ps", "-a", "-q", "--no-trunc"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert not [container for container in left if container.startswith(tuple(killed))]

@@ -1116,6 +1116,12 @@ def main() -> None:
     if "serve" in arguments:
         for line in sys.stdin:
             print(json.dumps(run(json.loads(line), place, warden)), flush=True)
+        if isinstance(place, InContainer):
+            # Its stdin ends when the eval process is done with the container, or is gone
+            # without cleaning up (SIGKILL, a requeued batch job): then nothing else will stop
+            # it, so it stops itself. PID 1 is Docker's init, which passes SIGTERM on to the idle
+            # main process and exits with it; the pool removes stopped pools (`remove_dead`).
+            os.kill(1, signal.SIGTERM)
     else:
         print(json.dumps(run(json.loads(sys.stdin.read()), place, warden)), flush=True)
 

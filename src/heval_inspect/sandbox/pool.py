@@ -19,6 +19,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -120,6 +121,7 @@ class Pool:
         return ["compose", "-p", self.project, "-f", self.compose_file, *args]
 
     async def start(self, source: str) -> None:
+        await remove_dead_pools()
         code, _, error = await _docker(*self.compose("build"))
         if code != 0:
             raise SandboxFailure(
@@ -179,6 +181,26 @@ class Pool:
         for executor in self.executors:
             await executor.stop()
         await _docker(*self.compose("down", "--timeout", "1"))
+
+
+async def remove_dead_pools() -> list[str]:
+    """Remove the pools on this engine whose every container has stopped: those of eval
+    processes killed without cleaning up, whose executors stopped their containers (see
+    executor.main). A live pool's containers run. The names of the pools removed."""
+    code, listing, _ = await _docker("compose", "ls", "-a", "--format", "json")
+    if code != 0:
+        return []
+    dead = [
+        project["Name"]
+        for project in json.loads(listing or "[]")
+        # Only exited: a pool being started has containers "created" or "running".
+        if project["Name"].startswith(PROJECT_PREFIX)
+        and re.fullmatch(r"exited\(\d+\)", project["Status"])
+    ]
+    for name in dead:
+        await _docker("compose", "-p", name, "down", "--timeout", "1")
+        logger.info("heval_pool: removed the stopped sandbox pool %s", name)
+    return dead
 
 
 async def _check_docker() -> int | None:
