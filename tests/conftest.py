@@ -14,6 +14,8 @@ def pytest_collection_modifyitems(config, items):
     # missing, say so loudly instead of letting them skip.
     if any(item.get_closest_marker("browser") for item in items):
         _require_browser()
+    if any(item.get_closest_marker("slurm") for item in items):
+        _require_slurm()
     if not any(item.get_closest_marker("docker") for item in items):
         return
     if (
@@ -23,6 +25,18 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(
             "Tests marked 'docker' need a running Docker engine (start it, e.g. "
             "`sudo systemctl start docker`), or deselect them with -m 'not docker'."
+        )
+
+
+def _require_slurm() -> None:
+    answer = subprocess.run(
+        ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, check=False
+    ) if shutil.which("sinfo") else None  # fmt: skip
+    if answer is None or answer.returncode != 0 or not answer.stdout.strip():
+        raise pytest.UsageError(
+            "Tests marked 'slurm' need a running Slurm cluster with a node: `.ci/slurm-up` "
+            "starts one on this machine (Debian, as root or with sudo), or deselect them with "
+            "-m 'not slurm'."
         )
 
 

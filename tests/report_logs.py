@@ -127,3 +127,26 @@ def build(work: Path, sandbox: str = "pool") -> dict[str, object]:
         for i in range(1, 5)
     ]
     return logs
+
+
+def report_figures(report) -> dict:
+    """Every figure a report shows of its one run, by where it shows it."""
+    [result] = report.results
+    figures = {
+        (group, name, bound): (value, stderr)
+        for group, named in result.groups.items()
+        for name, f in named.items()
+        for bound, value, stderr in (("", f.value, f.stderr), ("interval", f.low, f.high))
+    }
+    figures |= {("all", f"pass@{k}"): (f.value, f.stderr) for k, f in result.pass_at.items()}
+    figures |= {("tasks", group): (n, 0.0) for group, n in result.tasks.items()}
+    figures |= {
+        ("failures", row.subset, kind_): (count, 0.0)
+        for row in report.failures
+        for kind_, count in row.counts.items()
+    }
+    figures |= {
+        ("gap", row.subset, row.by, row.bucket): (row.pass_at_1.value, row.pass_at_1.stderr)
+        for row in report.gaps
+    }
+    return figures

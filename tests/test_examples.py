@@ -1,9 +1,11 @@
-"""The multi-machine examples parse: YAML by PyYAML, shell by `bash -n`. No cluster needed."""
+"""The multi-machine examples parse: YAML by PyYAML, shell by `bash -n`; the Kubernetes YAML is
+valid for the Kubernetes API (by kubernetes-validate's schemas). No cluster needed."""
 
 import re
 import subprocess
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -45,6 +47,48 @@ def test_kubernetes_job_is_an_indexed_job_with_its_own_docker_engine():
     assert "--run" in script and "--log-dir" in script and "JOB_COMPLETION_INDEX" in script
     mounts = {m["name"] for c in (engine, main) for m in c.get("volumeMounts", [])}
     assert mounts <= {volume["name"] for volume in pod["volumes"]}
+
+
+KUBERNETES = "1.31"  # the schemas kubernetes-validate ships for it, offline
+
+
+def kubernetes_documents(path: Path) -> list[dict]:
+    return [document for document in yaml.safe_load_all(path.read_text()) if document]
+
+
+def kubernetes_api_error(document: dict) -> str:
+    """Why the API server would refuse the document (strictly: no unknown field), or ""."""
+    try:
+        checked = kubernetes_validate.validate(document, KUBERNETES, strict=True)
+    except kubernetes_validate.ValidationError as error:
+        return f"{'.'.join(map(str, error.path))}: {error.message}"
+    except kubernetes_validate.SchemaNotFoundError as error:  # an unknown kind or apiVersion
+        return error.message
+    # The package falls back to an older version's schemas when it lacks the one asked for.
+    return "" if checked == KUBERNETES else f"checked against {checked}, not {KUBERNETES}"
+
+
+def test_kubernetes_example_is_valid_for_the_kubernetes_api(tmp_path):
+    paths = sorted(
+        path for path in (EXAMPLES / "kubernetes").rglob("*") if path.suffix in {".yaml", ".yml"}
+    )
+    assert paths
+    for path in paths:
+        for document in kubernetes_documents(path):
+            assert not (error := kubernetes_api_error(document)), f"{path.name}: {error}"
+    # A typo deep in the pod template (`resource` for `resources`) is caught, not ignored.
+    [job] = kubernetes_documents(EXAMPLES / "kubernetes" / "heval-job.yaml")
+    [main] = job["spec"]["template"]["spec"]["containers"]
+    main["resource"] = main.pop("resources")
+    broken = tmp_path / "heval-job.yaml"
+    broken.write_text(yaml.safe_dump(job))
+    [document] = kubernetes_documents(broken)
+    assert kubernetes_api_error(document) == (
+        "spec.template.spec.containers.0: Additional properties are not allowed "
+        "('resource' was unexpected)"
+    )
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(document, KUBERNETES, strict=True)
 
 
 def fake_commands(folder: Path) -> Path:

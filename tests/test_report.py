@@ -30,7 +30,7 @@ from heval_inspect.report.render import markdown, p_value, write_all
 from heval_inspect.schema import Cause
 from heval_inspect.tasks import humaneval
 
-from .report_logs import EPOCHS, MUTANTS, PATTERN
+from .report_logs import EPOCHS, MUTANTS, PATTERN, report_figures
 
 
 def clustered(values: list[float]) -> tuple[float, float]:
@@ -236,28 +236,6 @@ def test_a_program_the_out_of_memory_killer_ends_is_a_memory_failure(sandbox, tm
     assert (row.counts["memory"], row.counts["passed"], row.total) == (1, 1, 2)
 
 
-def _figures(report) -> dict:
-    [result] = report.results
-    figures = {
-        (group, name, bound): (value, stderr)
-        for group, named in result.groups.items()
-        for name, f in named.items()
-        for bound, value, stderr in (("", f.value, f.stderr), ("interval", f.low, f.high))
-    }
-    figures |= {("all", f"pass@{k}"): (f.value, f.stderr) for k, f in result.pass_at.items()}
-    figures |= {("tasks", group): (n, 0.0) for group, n in result.tasks.items()}
-    figures |= {
-        ("failures", row.subset, kind_): (count, 0.0)
-        for row in report.failures
-        for kind_, count in row.counts.items()
-    }
-    figures |= {
-        ("gap", row.subset, row.by, row.bucket): (row.pass_at_1.value, row.pass_at_1.stderr)
-        for row in report.gaps
-    }
-    return figures
-
-
 @docker
 def test_four_shards_merge_into_the_whole_run(report_logs):
     whole = build_report([report_logs["infilling"]])
@@ -265,7 +243,7 @@ def test_four_shards_merge_into_the_whole_run(report_logs):
     [run] = merged.runs
     assert run.shards == "1-4 of 4" and len(run.files) == 4
     assert "1-4 of 4" in markdown(merged)
-    expected, got = _figures(whole), _figures(merged)
+    expected, got = report_figures(whole), report_figures(merged)
     assert set(got) == set(expected) and len(got) > 100
     for key, (value, stderr) in expected.items():
         assert got[key][0] == pytest.approx(value, abs=1e-12), key
@@ -297,7 +275,7 @@ def test_a_log_read_once_is_read_again_only_when_it_changes(report_logs, tmp_pat
     # The same report again, from the table the first one kept: not one summary is parsed.
     parse = runs.read_eval_log_sample_summaries
     monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parsed_again)
-    assert _figures(build_report([str(log)])) == _figures(first)
+    assert report_figures(build_report([str(log)])) == report_figures(first)
     # Kept by other code than this (another version of the package): not used.
     with monkeypatch.context() as other:
         other.setattr(runs, "READER", "another reader")
