@@ -2,7 +2,7 @@
 
 import pytest
 
-from heval_inspect.explanation import explain, fenced, gap_in_context
+from heval_inspect.explanation import explain, fenced, gap_in_context, program_as_ran
 from heval_inspect.schema import Cause, Execution
 
 PROMPT = "def f(x):\n    '''Twice x.'''\n"
@@ -55,13 +55,14 @@ def test_a_long_answer_shows_its_ends_in_context():
     assert "... 61 more of the model's lines ..." in context and "y50 = 50" not in context
 
 
-def test_explanation_leads_with_the_verdict_and_ends_with_the_program():
+def test_explanation_leads_with_the_verdict_and_points_at_the_program():
     middle = "    return x + x\n"
     program = program_with(middle)
     text = explain(execution("passed", Cause.PASSED, cpu=0.0123), program, len(PROMPT), 14)
     assert text.startswith("**Verdict:** `passed` — the whole program ran to the end")
     assert "(0.01 s of CPU)" in text and "**stderr**" not in text
-    assert text.endswith("**Program** (as it ran):\n\n" + fenced(program, "python"))
+    assert text.endswith("The whole program, as it ran, is in the sample's transcript.")
+    assert program_as_ran(program) == "**Program** (as it ran):\n\n" + fenced(program, "python")
 
 
 def test_a_failure_shows_its_reason_and_the_tail_of_stderr():
@@ -75,7 +76,7 @@ def test_a_failure_shows_its_reason_and_the_tail_of_stderr():
     )
     assert "line 11\n" in text and "line 10\n" not in text  # the last 20 lines of stderr
     assert text.index("**The gap in context**") < text.index("**stderr**") < text.index(
-        "**Program**"
+        "The whole program"
     )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.analysis import evals_df
+from inspect_ai.log import resolve_sample_attachments
 
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.sandbox import EXECUTOR_SOURCE
@@ -180,10 +181,12 @@ def test_samples_carry_each_text_once(logs, canonical):
     record = canonical[sample.id]
     assert set(sample.metadata) == {"subset", "problem_id", "source"}
     # The problem's texts: prompt and suffix in the input, the program (tests included) in the
-    # explanation; the answer as code; the model's code itself in the store.
+    # transcript, not in the score; the answer as code; the model's code itself in the store.
     score = sample.scores["unit_tests"]
     assert record["prompt"] in sample.input and record["suffix"] in sample.input
-    assert score.explanation.count(record["test"]) == 1
+    events = resolve_sample_attachments(sample).events
+    [program] = [event.data for event in events if event.event == "info"]
+    assert program.count(record["test"]) == 1 and record["test"] not in score.explanation
     assert score.answer == "```\n" + GARBAGE + "```"
     assert sample.store["heval_inspect:middle"] == GARBAGE
     assert score.metadata["verdict"].startswith("failed: ")

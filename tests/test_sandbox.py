@@ -5,6 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from inspect_ai import eval as inspect_eval
+from inspect_ai.log import resolve_sample_attachments
 
 from heval_inspect.data import EXAMPLE_PROBLEMS, EXAMPLE_SAMPLES, official_path
 from heval_inspect.solvers import reference, replay
@@ -104,10 +105,17 @@ def test_wrong_answer_is_explained_verdict_first_then_the_gap_stderr_and_program
     assert explanation.startswith(
         "**Verdict:** `failed: ` — an `assert` failed (`AssertionError`), usually one of the tests'"
     )
-    headings = ["**Verdict:**", "**The gap in context**", "**stderr**", "**Program**"]
+    headings = ["**Verdict:**", "**The gap in context**", "**stderr**", "The whole program"]
     assert sorted(headings, key=explanation.index) == headings
     assert "+ 12 |     return 42\n" in explanation  # the model's line, numbered and marked
-    assert "AssertionError" in explanation and "check(has_close_elements)" in explanation
+    assert "AssertionError" in explanation
+    # The whole program, tests included, is in the sample's transcript, not in the score (which
+    # Inspect keeps until the run ends).
+    events = resolve_sample_attachments(sample).events
+    [program] = [event.data for event in events if event.event == "info"]
+    assert program.startswith("**Program** (as it ran):\n\n```python\n")
+    assert "    return 42\n" in program and "check(has_close_elements)" in program
+    assert "check(has_close_elements)" not in explanation
 
 
 # Each probe passes only if the sandbox holds: its test asserts the property inside the container.

@@ -55,7 +55,7 @@ def test_infilling_samples_carry_subset_and_problem_and_no_problem_text():
     subsets = {sample.metadata["subset"] for sample in dataset}
     assert subsets == {"single_line", "multi_line", "random_span", "random_span_light"}
     sample = next(s for s in dataset if s.id == "MultiLineInfilling/HumanEval/163/L0_L3")
-    # The prompt and suffix are in the input, the whole program in the score's explanation: the
+    # The prompt and suffix are in the input, the whole program in the sample's transcript: the
     # metadata names the problem, and the solvers and scorer find its texts by that name.
     assert sample.metadata == {
         "subset": "multi_line",

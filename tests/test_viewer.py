@@ -143,6 +143,13 @@ def test_a_failed_sample_shows_its_verdict_and_answer_as_code(page, viewer):
     assert "  14 |         for idx2, elem2 in enumerate(numbers):" in gap.first.inner_text()
     assert page.locator("code", has_text="for idx, elem in enumerate(numberz):").count() >= 2
     assert shot(page, "sample-scoring.png").stat().st_size > 0
+    # The whole program, tests included, in the sample's transcript.
+    page.get_by_role("tab", name="Transcript").click()
+    page.get_by_text("Program (as it ran):").first.wait_for(timeout=30_000)
+    program = page.locator("pre", has_text="def check(candidate):")
+    program.first.wait_for(timeout=30_000)
+    assert "for idx, elem in enumerate(numberz):" in program.first.inner_text()
+    assert shot(page, "sample-transcript.png").stat().st_size > 0
 
 
 def test_a_standard_error_from_one_problem_shows_as_nan_not_zero(page, tmp_path):

@@ -2,8 +2,10 @@
 
 The explanation leads with the verdict (the reference harness's words) and why, then shows the gap
 in its context (a few lines around it, numbered as in the program, the model's lines marked `+`),
-then the tail of the program's stderr, then the whole program that ran. Everything is Markdown,
-built from text by pure functions.
+then the tail of the program's stderr. The whole program that ran goes into the sample's
+transcript instead (`program_as_ran`): Inspect keeps every score, explanation included, until the
+run ends, and a transcript event only until the sample is written to the log. Everything is
+Markdown, built from text by pure functions.
 """
 
 import re
@@ -31,8 +33,13 @@ def explain(execution: Execution, program: str, gap_start: int, gap_length: int)
     lines = execution.stderr_tail.rstrip("\n").splitlines()[-STDERR_LINES:]
     if any(line.strip() for line in lines):
         parts.append("**stderr** (its last lines):\n\n" + fenced("\n".join(lines)))
-    parts.append("**Program** (as it ran):\n\n" + fenced(program, "python"))
+    parts.append("The whole program, as it ran, is in the sample's transcript.")
     return "\n\n".join(parts)
+
+
+def program_as_ran(program: str) -> str:
+    """The whole program, tests included, as the sample's transcript shows it."""
+    return "**Program** (as it ran):\n\n" + fenced(program, "python")
 
 
 def verdict_line(execution: Execution) -> str:

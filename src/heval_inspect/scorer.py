@@ -1,16 +1,17 @@
 """Scoring: assemble the program exactly as the reference harness does, run it, judge it."""
 
+from inspect_ai.log import transcript
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from .arguments import check_memory_limit, check_path, check_timeout
 from .data import open_problems, problem_for, remember
-from .explanation import explain, fenced
+from .explanation import explain, fenced, program_as_ran
 from .extract import middle_from_chat
 from .metrics import humaneval_metrics
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .sandbox.execution import execute
-from .schema import EXACT_MATCH, EXACT_MATCH_STRIPPED, PASSED, Cause
+from .schema import EXACT_MATCH, EXACT_MATCH_STRIPPED, PASSED, SCORER, Cause
 from .solvers import MIDDLE
 
 
@@ -57,6 +58,7 @@ def unit_tests(
             prompt, middle, suffix, problem["test"], problem["entry_point"]
         )
         execution = await execute(program, timeout, memory_limit)
+        transcript().info(program_as_ran(program), source=SCORER)
         return Score(
             value={
                 PASSED: float(execution.cause == Cause.PASSED),

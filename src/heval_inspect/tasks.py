@@ -71,7 +71,7 @@ def record_to_sample(
 
     Its metadata names the problem (subset, HumanEval problem, and the file it came from, where
     the solvers and the scorer find its texts): the prompt and suffix are in the input already,
-    and the whole program, tests included, is in the score's explanation.
+    and the whole program, tests included, is in the sample's transcript (see the scorer).
     """
     prompt, suffix = record["prompt"], record.get("suffix", "")
     return Sample(
