@@ -32,8 +32,7 @@ INSPECT = str(Path(sys.executable).with_name("inspect"))
 
 
 def problem_file(tmp_path, seconds: list[float]) -> str:
-    """One task per entry; its test sleeps that long after leaving a `started` file in its
-    scratch folder (so a test can tell when it runs), then passes with the canonical answer."""
+    """One task per entry; its test sleeps that long, then passes with the canonical answer."""
     path = tmp_path / "problems.jsonl"
     path.write_text(
         "".join(
@@ -44,7 +43,7 @@ def problem_file(tmp_path, seconds: list[float]) -> str:
                     "suffix": "",
                     "canonical_solution": "    return 42\n",
                     "test": (
-                        f"open('started', 'w').close()\nimport time\ntime.sleep({delay})\n"
+                        f"import time\ntime.sleep({delay})\n"
                         "def check(candidate):\n    assert candidate() == 42\n"
                     ),
                     "entry_point": "answer",
@@ -108,9 +107,12 @@ def pool_containers() -> list[str]:
     return containers()
 
 
+PROGRAM_UID = "65534"  # the programs' user ("nobody"); the container's own processes are root's
+
+
 class WhenAProgramStarts(threading.Thread):
-    """In the background: once a container (of the pool, or named with `prefix`) runs a program
-    that has started, run the docker command `action(container)` on that container, once;
+    """In the background: once a container (of the pool, or named with `prefix`) runs a program,
+    run the docker command `action(container)` on that container, once;
     `done` says whether it was done. Containers in `ignore` (those running before the test's
     own: an earlier test's pool still stopping, which has run programs) are left alone."""
 
@@ -123,14 +125,15 @@ class WhenAProgramStarts(threading.Thread):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             for container in set(containers(self.prefix)) - self.ignore:
-                # As the programs' user: their scratch folders are theirs alone.
-                started = subprocess.run(
-                    ["docker", "exec", "--user", "65534:65534", container,
-                     "sh", "-c", "ls /tmp/*/started"],
-                    capture_output=True,
-                    check=False,
+                # Seen from outside: a process of the programs' user. A probe run inside the
+                # container would be counted in the processes an executor starting meanwhile
+                # takes as its idle baseline, and hide a residue of as many processes.
+                top = subprocess.run(
+                    ["docker", "top", container, "-eo", "pid,uid"],  # docker needs the pid
+                    capture_output=True, text=True, check=False,
                 )  # fmt: skip
-                if started.returncode == 0:
+                uids = [line.split()[1] for line in top.stdout.splitlines()[1:] if line.strip()]
+                if top.returncode == 0 and PROGRAM_UID in uids:
                     subprocess.run(["docker", *self.action(container)], check=True)
                     self.done = True
                     return
