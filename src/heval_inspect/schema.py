@@ -124,8 +124,10 @@ def executor_lost() -> Execution:
 def cause_of(score_metadata: dict[str, Any]) -> Cause | None:
     """A score's cause, from its metadata; None when it has none (a log scored by another
     scorer, or by a development version of ours that did not record it)."""
-    cause = score_metadata.get("cause")
-    return Cause(cause) if cause in Cause._value2member_map_ else None
+    try:
+        return Cause(score_metadata.get("cause"))
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
