@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 
 POOL_SIZE_ENV = "HEVAL_POOL_SIZE"
 PROJECT_PREFIX = "heval-pool-"
+BUILD_PROJECT = "heval-inspect-sandbox"
 SERVICE = "default"
 
 
@@ -122,7 +123,11 @@ class Pool:
 
     async def start(self, source: str) -> None:
         await remove_dead_pools()
-        code, _, error = await _docker(*self.compose("build"))
+        # Built under one project name, not the pool's own: compose labels the image with the
+        # project, so a new name each run would give the same image a new id each run (the
+        # id the log's provenance records).
+        build = ["compose", "-p", BUILD_PROJECT, "-f", self.compose_file, "build"]
+        code, _, error = await _docker(*build)
         if code != 0:
             raise SandboxFailure(
                 f"`docker compose build` failed for the sandbox pool: {error[-2000:]}"
