@@ -1,5 +1,9 @@
 """Scoring: assemble the program exactly as the reference harness does, run it, judge it."""
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 from inspect_ai.log import transcript
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -48,32 +52,44 @@ def unit_tests(
 
     async def score(state: TaskState, target: Target) -> Score:
         problem = problem_for(str(state.sample_id), state.metadata)
-        prompt, suffix = problem["prompt"], problem["suffix"]
         # Solvers of this package leave the gap's code in the store; any other solver's answer
         # is read as a chat answer.
         middle = state.store.get(MIDDLE)
         if middle is None:
-            middle = middle_from_chat(state.output.completion, prompt, suffix)
-        program = assemble_program(
-            prompt, middle, suffix, problem["test"], problem["entry_point"]
-        )
-        execution = await execute(program, timeout, memory_limit)
-        transcript().info(program_as_ran(program), source=SCORER)
-        return Score(
-            value={
-                PASSED: float(execution.cause == Cause.PASSED),
-                EXACT_MATCH: float(middle == target.text),
-                EXACT_MATCH_STRIPPED: float(middle.strip() == target.text.strip()),
-            },
-            # A fenced block, which the viewer shows as code: in full (lines and indentation
-            # kept) in the transcript, in code font on one line in the sample list and header.
-            # No language tag, which those one-line views would show as a word. The code itself
-            # is in the store, under MIDDLE.
-            answer=fenced(middle),
-            explanation=explain(
-                execution, program, gap_start=len(prompt), gap_length=len(middle)
-            ),
-            metadata=execution.score_metadata(),
-        )
+            middle = middle_from_chat(state.output.completion, problem["prompt"], problem["suffix"])
+        scored = await score_middle(problem, middle, target.text, timeout, memory_limit)
+        transcript().info(scored.program, source=SCORER)
+        return scored.score
 
     return score
+
+
+@dataclass(frozen=True)
+class Scored:
+    score: Score
+    program: str  # the whole program as it ran, for the sample's transcript (markdown)
+
+
+async def score_middle(
+    problem: Mapping[str, Any], middle: str, target: str, timeout: float, memory_limit: int
+) -> Scored:
+    """The scoring of one answer, shared by the scorer and `heval-inspect score` (batch.py):
+    the program assembled, run in the sandbox, and judged."""
+    prompt, suffix = problem["prompt"], problem["suffix"]
+    program = assemble_program(prompt, middle, suffix, problem["test"], problem["entry_point"])
+    execution = await execute(program, timeout, memory_limit)
+    score = Score(
+        value={
+            PASSED: float(execution.cause == Cause.PASSED),
+            EXACT_MATCH: float(middle == target),
+            EXACT_MATCH_STRIPPED: float(middle.strip() == target.strip()),
+        },
+        # A fenced block, which the viewer shows as code: in full (lines and indentation kept)
+        # in the transcript, in code font on one line in the sample list and header. No
+        # language tag, which those one-line views would show as a word. The code itself is in
+        # the store, under MIDDLE.
+        answer=fenced(middle),
+        explanation=explain(execution, program, gap_start=len(prompt), gap_length=len(middle)),
+        metadata=execution.score_metadata(),
+    )
+    return Scored(score, program_as_ran(program))

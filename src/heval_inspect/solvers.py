@@ -9,6 +9,8 @@ from .extract import middle_from_chat, middle_from_fim
 
 # Where a solver leaves the code for the gap, for the scorer to insert as is.
 MIDDLE = "heval_inspect:middle"
+# The model name a replayed completion is recorded under.
+REPLAYED = "replay"
 
 
 @solver
@@ -86,9 +88,18 @@ def replay(samples: str) -> Solver:
                 f"is epoch {state.epoch}: run with --epochs {len(answers)} or fewer."
             )
         completion = answers[state.epoch - 1]
-        state.output = ModelOutput.from_content(model="replay", content=completion)
-        state.messages.append(ChatMessageAssistant(content=completion, model="replay"))
+        state.output, message = replayed(completion)
+        state.messages.append(message)
         state.store.set(MIDDLE, completion)
         return state
 
     return solve
+
+
+def replayed(completion: str) -> tuple[ModelOutput, ChatMessageAssistant]:
+    """What a replayed completion is recorded as: the model's output and its message (also
+    written so by `heval-inspect score`, batch.py). Its code goes into the gap as is."""
+    return (
+        ModelOutput.from_content(model=REPLAYED, content=completion),
+        ChatMessageAssistant(content=completion, model=REPLAYED),
+    )

@@ -336,26 +336,6 @@ def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sam
     return [sample for sample in samples if str(sample.id) in completions], counts[0]
 
 
-def _infilling(arguments: TaskArguments, subsets: str | list[str] = "all") -> Task:
-    if arguments.problem_file:
-        files = [(open_problems(arguments.problem_file), Path(arguments.problem_file).stem)]
-    else:
-        files = [
-            (open_official(SUBSETS[name], arguments.data_dir), name)
-            for name in parse_subsets(subsets)
-        ]
-    return _task(files, INFILLING_VERSION, arguments)
-
-
-def _humaneval(arguments: TaskArguments) -> Task:
-    file = (
-        open_problems(arguments.problem_file)
-        if arguments.problem_file
-        else open_official(HUMANEVAL, arguments.data_dir)
-    )
-    return _task([(file, "humaneval")], HUMANEVAL_VERSION, arguments)
-
-
 @task
 @takes_task_arguments
 def humaneval(arguments: TaskArguments) -> Task:
@@ -420,3 +400,17 @@ def humaneval_random_span_infilling(arguments: TaskArguments) -> Task:
 def humaneval_random_span_infilling_light(arguments: TaskArguments) -> Task:
     """HumanEval-Infilling, random-span-light subset (one span per problem)."""
     return _infilling(arguments, "random_span_light")
+
+
+# The tasks by name, for a command that builds them outside `inspect eval` (batch.py).
+TASKS: dict[str, Callable[..., Task]] = {
+    function.__name__: function
+    for function in (
+        humaneval,
+        humaneval_infilling,
+        humaneval_single_line_infilling,
+        humaneval_multi_line_infilling,
+        humaneval_random_span_infilling,
+        humaneval_random_span_infilling_light,
+    )
+}
