@@ -9,7 +9,8 @@ end to end, every program in the hardened sandbox: with `--solver heval_inspect/
 whole canonical workload (the canonical answers, no model), else `-T samples=FILE` (a `--tasks`
 cut of the canonical workload too). With `--shards n`, n such processes at once, `-T shard=1/n`
 ... `n/n`, each with its share of the cores as its sandbox pool, as `heval-inspect parallel`
-starts them.
+starts them. With `--path fast`, ours is `heval-inspect score FILE --task humaneval_infilling`
+instead (the same completions, the same sandbox, no Inspect sample loop; docs/scale.md).
 
 Workloads:
   canonical  the 8,652 canonical infilling programs (`--tasks N`: the first N of one fixed
@@ -27,7 +28,7 @@ time that no harness with a load-independent limit can go below.
 `--busy` keeps both cores busy with other processes during both runs. `--side reference` or
 `--side ours` runs one side only (for timing each side from outside, alternated).
 
-    python benchmarks/throughput.py canonical [--shards 2] [--tasks 8652]
+    python benchmarks/throughput.py canonical [--shards 2] [--tasks 8652] [--path fast]
     python benchmarks/throughput.py multiline5 [--busy] [--timeout 3] [--tasks 1000]
                                                [--reference-workers 4] [--shards n]
 
@@ -99,11 +100,12 @@ def machine_cpu_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-# Runs `inspect` in this interpreter and, as it exits, writes the CPU time of the eval process
-# alone (RUSAGE_SELF) and of the children it waited for (the `docker` clients) to a file.
+# Runs a module's command (`inspect`, or `heval-inspect`'s) in this interpreter and, as it exits,
+# writes the CPU time of the process alone (RUSAGE_SELF) and of the children it waited for (the
+# `docker` clients) to a file.
 OWN_CPU = """
 import atexit, json, resource, runpy, sys
-out = sys.argv[1]
+out, module = sys.argv[1], sys.argv[2]
 def record():
     me = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -111,8 +113,8 @@ def record():
         json.dump({"own_cpu_s": me.ru_utime + me.ru_stime,
                    "children_cpu_s": children.ru_utime + children.ru_stime}, file)
 atexit.register(record)
-sys.argv = ["inspect", *sys.argv[2:]]
-runpy.run_module("inspect_ai", run_name="__main__", alter_sys=True)
+sys.argv = [module, *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 
 
@@ -166,38 +168,43 @@ def baseline(problem_file: str, rows_file: str, results_file: str, workers: str)
 
 
 def ours(
-    subsets: list[str], rows_file: str | None, log_dir: str, timeout: float, n: int, cpu_file: str
+    subsets: list[str],
+    rows_file: str | None,
+    log_dir: str,
+    timeout: float,
+    n: int,
+    cpu_file: str,
+    fast: bool = False,
 ) -> list[str]:
-    """Our eval command; `rows_file` None answers with the canonical solutions (no model)."""
-    answers = (
-        ["--solver", "heval_inspect/reference"]
-        if rows_file is None
-        else ["-T", f"samples={rows_file}", "-T", "partial=true"]
-    )
+    """Our command; `rows_file` None answers with the canonical solutions (no model)."""
+    task_args = [
+        f"subsets={','.join(subsets)}",
+        f"timeout={timeout}",
+        f"k={','.join(map(str, sorted({1, n})))}",
+    ]
+    if fast:
+        assert rows_file is not None
+        task_args.append("partial=true")
+        command = ["heval_inspect.cli", "score", rows_file, "--task", "humaneval_infilling"]
+        command += ["--log-dir", log_dir]
+    else:
+        answers = (
+            ["--solver", "heval_inspect/reference"]
+            if rows_file is None
+            else ["-T", f"samples={rows_file}", "-T", "partial=true"]
+        )
+        command = ["inspect_ai", "eval", "heval_inspect/humaneval_infilling", "--model", "none"]
+        # Batch settings for a large non-interactive run (docs/scale.md): no live sample buffer
+        # for `inspect view`, no metrics recomputed for a display nobody watches.
+        command += ["--display", "none", "--no-log-realtime", "--no-score-display"]
+        command += ["--log-dir", log_dir, *answers]
     return [
         sys.executable,
         "-c",
         OWN_CPU,
         cpu_file,
-        "eval",
-        "heval_inspect/humaneval_infilling",
-        "--model",
-        "none",
-        "--display",
-        "none",
-        # Batch settings for a large non-interactive run (docs/scale.md): no live sample buffer
-        # for `inspect view`, no metrics recomputed for a display nobody watches.
-        "--no-log-realtime",
-        "--no-score-display",
-        "--log-dir",
-        log_dir,
-        "-T",
-        f"subsets={','.join(subsets)}",
-        *answers,
-        "-T",
-        f"timeout={timeout}",
-        "-T",
-        f"k={','.join(map(str, sorted({1, n})))}",
+        *command,
+        *[part for argument in task_args for part in ("-T", argument)],
     ]
 
 
@@ -241,6 +248,12 @@ def main() -> None:
         "--shards", type=int, default=1, help="ours as this many shard processes at once"
     )
     parser.add_argument(
+        "--path",
+        choices=["eval", "fast"],
+        default="eval",
+        help="ours as `inspect eval -T samples=` (eval) or `heval-inspect score` (fast)",
+    )
+    parser.add_argument(
         "--side",
         choices=["both", "reference", "ours"],
         default="both",
@@ -257,7 +270,7 @@ def main() -> None:
     print(
         f"workload {args.workload}: {len(rows)} programs, {len(records)} tasks; busy={args.busy}; "
         f"reference workers {args.reference_workers}; our time limit {args.timeout:g}s; "
-        f"ours in {args.shards} process(es); {os.cpu_count()} cores"
+        f"ours ({args.path}) in {args.shards} process(es); {os.cpu_count()} cores"
     )
 
     reference_command = [
@@ -270,11 +283,12 @@ def main() -> None:
         str(args.reference_workers),
     ]
     # The reference solver answers every task; a cut-down canonical workload replays its rows.
-    answers = None if args.workload == "canonical" and args.tasks is None else str(rows_file)
+    fast = args.path == "fast"
+    whole = args.workload == "canonical" and args.tasks is None and not fast
+    answers = None if whole else str(rows_file)
     cpu_file = str(work / "own_cpu.json")
-    shards = sharded(
-        ours(subsets, answers, str(work / "logs"), args.timeout, per_task, cpu_file), args.shards
-    )
+    command = ours(subsets, answers, str(work / "logs"), args.timeout, per_task, cpu_file, fast)
+    shards = sharded(command, args.shards)
     # Each shard process writes its own CPU file.
     shards = [
         ([part if part != cpu_file else f"{cpu_file}.{index}" for part in argv], env)
@@ -322,6 +336,11 @@ def report(reference: dict | None, eval_run: dict | None, programs: int) -> None
         if all("own_cpu_s" in process for process in processes):
             own = sum(process["own_cpu_s"] for process in processes)
             print(f"  eval process CPU per program: {1000 * own / programs:.1f} ms")
+            rest = run["machine_cpu_s"] - own - sum(p["children_cpu_s"] for p in processes)
+            print(
+                f"  the rest of the machine (containers, Docker) per program: "
+                f"{1000 * rest / programs:.1f} ms"
+            )
 
     if reference is not None:
         side("reference (1)", reference)

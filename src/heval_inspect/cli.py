@@ -1,11 +1,16 @@
 """`heval-inspect`: commands around the Inspect tasks (the tasks themselves run with `inspect eval`)."""
 
 import argparse
+import os
 import sys
+from typing import Any
 
-from .errors import DataError
+import yaml
+
+from .batch import score_completions
 from .export import export_results
 from .host import usable_cores
+from .inspect_internals import PrerequisiteError
 from .parallel import run_parallel
 
 
@@ -69,8 +74,53 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MODEL",
         help="compare every run with this one (a run's name or model); default: every pair",
     )
+    score = commands.add_parser(
+        "score",
+        help="score a completion file made elsewhere, as `inspect eval TASK -T samples=FILE`, "
+        "without Inspect's per-sample loop",
+        description=(
+            "Runs every completion's program in the pool sandbox, as many at a time as it has "
+            "containers, through the task's own scorer, and writes the Inspect log that `inspect "
+            "eval TASK --model none -T samples=FILE` writes (inspect view, evals_df, export and "
+            "report read it alike), flushed to the file as it goes. Run again after an "
+            "interruption, it takes over the samples the interrupted log holds and scores the "
+            "rest."
+        ),
+    )
+    score.add_argument(
+        "samples", help="JSON lines of task_id and completion (the reference's format)"
+    )
+    score.add_argument("--task", required=True, help="e.g. humaneval_infilling, humaneval")
+    score.add_argument(
+        "-T",
+        dest="task_args",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a task argument, as for inspect eval (subsets, partial, k, timeout, memory_limit, "
+        "problem_file, data_dir, shard)",
+    )
+    score.add_argument("--log-dir", default=None, help="default: $INSPECT_LOG_DIR, else ./logs")
+    score.add_argument(
+        "--metadata",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="eval metadata, as for inspect eval (e.g. label=NAME, which the report names runs by)",
+    )
     args = parser.parse_args(argv)
     try:
+        if args.command == "score":
+            print(
+                score_completions(
+                    args.samples,
+                    args.task,
+                    _assignments(args.task_args, "-T"),
+                    args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
+                    _assignments(args.metadata, "--metadata"),
+                )
+            )
+            return 0
         if args.command == "report":
             return _report(args.logs, args.out, args.baseline)
         if args.command == "parallel":
@@ -79,11 +129,27 @@ def main(argv: list[str] | None = None) -> int:
                 command = command[1:]
             return run_parallel(command, args.shards, args.cores, args.run)
         path = export_results(args.log, args.samples, args.out)
-    except (DataError, OSError, ValueError) as error:
+    except (PrerequisiteError, OSError, ValueError) as error:
         print(f"heval-inspect: {error}", file=sys.stderr)
         return 1
     print(path)
     return 0
+
+
+def _assignments(given: list[str], option: str) -> dict[str, Any]:
+    """NAME=VALUE arguments as `inspect eval` reads -T and --metadata (so that the log records
+    the same values): each value as YAML, and a plain string with commas as the list of its
+    parts ("k=1,10" is ["1", "10"])."""
+    assigned = {}
+    for each in given:
+        name, equals, text = each.partition("=")
+        if not equals or not name:
+            raise ValueError(f"{option} {each}: give NAME=VALUE (e.g. {option} k=1,10).")
+        value = yaml.safe_load(text)
+        if isinstance(value, str) and "," in value:
+            value = value.split(",")
+        assigned[name.strip().replace("-", "_")] = value
+    return assigned
 
 
 def _report(logs: list[str], out: str, baseline: str | None) -> int:

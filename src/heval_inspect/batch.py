@@ -1,0 +1,316 @@
+"""`heval-inspect score`: a file of completions made elsewhere, scored at the sandbox's pace.
+
+`inspect eval TASK -T samples=FILE` replays the file through Inspect's sample loop, which costs
+its process about 13 ms of CPU per program before any program runs (docs/benchmarks.md). This
+command writes the same log without that loop:
+
+- the task is the one `inspect eval` builds (the same task function and arguments: the same
+  samples, epochs, metadata, version, scorer and metrics);
+- the log's header is Inspect's own: the task run on no sample (`limit=0`), which gives the eval
+  spec, plan, provenance (its hooks run) and headline as `inspect eval` writes them;
+- each program goes through the scorer's own core (`scorer.score_middle`: assembly, the pool
+  sandbox, the verdict, the explanation), as many at a time as the pool has containers;
+- each sample is recorded as the replay solver and the scorer record it (input, messages,
+  output, store, score, the program in the transcript) and handed to the writer `inspect eval`
+  uses, which flushes it to the log file as the run goes; Inspect computes the results
+  (`recompute_metrics`, from the header's metrics) from each sample's score alone.
+
+So memory holds a sample's score, not the sample, and writing is linear in the samples. Each log
+records the command it came from (`heval_run`): run again, the command does nothing if a
+successful log of it is in the log folder, and takes over the samples an interrupted log of it
+flushed (at most FLUSH_SAMPLES are lost) instead of running their programs again.
+"""
+
+import asyncio
+import contextlib
+import hashlib
+import io
+import json
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from inspect_ai import Task, eval_async
+from inspect_ai.dataset import Sample
+from inspect_ai.event import InfoEvent, ScoreEvent
+from inspect_ai.log import (
+    EvalLog,
+    EvalSample,
+    list_eval_logs,
+    read_eval_log,
+    read_eval_log_samples,
+    recompute_metrics,
+)
+from inspect_ai.model import ChatMessageUser
+from inspect_ai.scorer import Score
+
+from .data import problem_for, read_completions, sha256_of
+from .errors import TaskArgumentError
+from .inspect_internals import EvalRecorder
+from .sandbox.pool import standalone_pool
+from .schema import PASSED, RUN_KEY, SCORER
+from .scorer import score_middle
+from .solvers import MIDDLE, replayed
+from .tasks import TASKS, TaskArguments
+
+# Arguments that choose how answers are made or run, which this command does not: it replays
+# the completion file in the pool sandbox.
+NOT_TAKEN = {
+    "samples": "the completion file is the command's first argument",
+    "solver": "the completions are replayed",
+    "scorer": "the unit tests are the scorer",
+    "fim_format": "no model is asked",
+    "sandbox": "programs run in the pool sandbox; use `inspect eval -T samples=...` for others",
+}
+# Samples written to the log file at a time: what an interrupted run loses at most. The writer
+# compares each new sample with those waiting, so a few hundred keep that cheap.
+FLUSH_SAMPLES = 200
+PROGRESS_SECONDS = 10
+
+
+def score_completions(
+    samples: str,
+    task_name: str,
+    task_args: dict[str, Any],
+    log_dir: str,
+    metadata: dict[str, Any] | None = None,
+) -> str:
+    """Score a completion file as `inspect eval TASK -T samples=FILE` would; the log written
+    (or found already written by an earlier run of the same command)."""
+    function = _task_function(task_name)
+    for name, why in NOT_TAKEN.items():
+        if name in task_args:
+            raise TaskArgumentError(f"heval-inspect score takes no -T {name}: {why}.")
+    task = function(samples=samples, **task_args)
+    arguments = TaskArguments(
+        samples=samples, **{key: value for key, value in task_args.items() if key in _COMMON}
+    )
+    key = _run_key(task_name, task_args, samples)
+    earlier = _earlier_logs(log_dir, key)
+    if done := [log for log, status in earlier if status == "success"]:
+        _say(f"this command already has a successful log: {done[0]}")
+        return done[0]
+    completions = read_completions(samples)
+    metadata = (metadata or {}) | {RUN_KEY: key}
+    interrupted = [log for log, _ in earlier]
+    return asyncio.run(_run(task, completions, arguments, log_dir, metadata, interrupted))
+
+
+_COMMON = {each.name for each in fields(TaskArguments)}
+
+
+def _task_function(task_name: str) -> Callable[..., Task]:
+    name = task_name.removeprefix("heval_inspect/")
+    if name not in TASKS:
+        raise TaskArgumentError(
+            f"--task {task_name}: not a task of heval_inspect; choose from {', '.join(TASKS)}."
+        )
+    return TASKS[name]
+
+
+def _run_key(task_name: str, task_args: dict, samples: str) -> str:
+    """What makes two runs the same: the task, its arguments and the completion file's content."""
+    described = json.dumps(
+        [task_name.removeprefix("heval_inspect/"), sorted(task_args.items()),
+         sha256_of(Path(samples))],
+        default=str,
+    )  # fmt: skip
+    return hashlib.sha256(described.encode()).hexdigest()[:16]
+
+
+def _earlier_logs(log_dir: str, key: str) -> list[tuple[str, str]]:
+    """The logs of this command in the log folder, with their status."""
+    if "://" not in log_dir and not Path(log_dir).is_dir():
+        return []
+    found = []
+    for info in list_eval_logs(log_dir, recursive=False):
+        header = read_eval_log(info.name, header_only=True)
+        if (header.eval.metadata or {}).get(RUN_KEY) == key:
+            found.append((info.name.removeprefix("file://"), header.status))
+    return found
+
+
+async def _run(
+    task: Task,
+    completions: dict[str, list[str]],
+    arguments: TaskArguments,
+    log_dir: str,
+    metadata: dict[str, Any],
+    interrupted: list[str],
+) -> str:
+    pool = (await standalone_pool()).pool  # started first: it builds the image the header names
+    started = _now()
+    # Inspect's header of this task (run on no sample), written aside and thrown away; its
+    # display (a run of no sample) is left out: the progress lines say what happens.
+    with tempfile.TemporaryDirectory() as aside, contextlib.redirect_stdout(io.StringIO()):
+        [log] = await eval_async(task, model="none", limit=0, log_dir=aside, metadata=metadata)
+    log.eval.config.limit = None
+    log.eval.dataset.sample_ids = [sample.id for sample in task.dataset]
+    [scorer] = log.eval.scorers or []
+    recorder = EvalRecorder(log_dir)
+    location = await recorder.log_init(
+        log.eval, str(Path(log_dir) / Path(log.location).name), clean=True
+    )
+    await recorder.log_start(log.eval, log.plan)
+    writer = Writer(recorder, log)
+    progress = Progress(len(task.dataset) * (task.epochs or 1))
+    try:
+        for old in interrupted:
+            # Samples an interrupted run of this command flushed: taken over, not run again.
+            for sample in read_eval_log_samples(old, all_samples_required=False):
+                await writer.add(sample)
+        if writer.scores:
+            _say(f"took over {len(writer.scores):,} samples from {', '.join(interrupted)}")
+        progress.start(len(writer.scores))
+        pending = ((s, e) for s, e in _jobs(task) if (str(s.id), e) not in writer.done)
+
+        async def work() -> None:
+            for sample, epoch in pending:
+                completion = completions[str(sample.id)][epoch - 1]
+                scored = await _sample(sample, epoch, completion, arguments, scorer.options)
+                await writer.add(scored)
+                progress.add(scored)
+
+        async with asyncio.TaskGroup() as workers:  # one failing stops the others
+            for _ in range(pool.size):
+                workers.create_task(work())
+    except BaseException:
+        await writer.finish(started, "cancelled")
+        _say(f"interrupted: {location} keeps the samples scored so far; run the same command "
+             f"again to score the rest")  # fmt: skip
+        raise
+    await writer.finish(started, "success")
+    for old in interrupted:
+        Path(old).unlink(missing_ok=True)  # its samples are in the new log
+    progress.done(location)
+    return location
+
+
+class Writer:
+    """The log being written: samples flushed to the file as they come, scores kept for the
+    results."""
+
+    def __init__(self, recorder: EvalRecorder, log: EvalLog) -> None:
+        self.recorder, self.log = recorder, log
+        self.scores: list[EvalSample] = []
+        self.done: set[tuple[str, int]] = set()
+
+    async def add(self, sample: EvalSample) -> None:
+        await self.recorder.log_sample(self.log.eval, sample)
+        # What the metrics read of a sample: its id, epoch, metadata and score's value.
+        score = sample.scores[SCORER] if sample.scores else Score(value={})
+        self.scores.append(
+            EvalSample(
+                id=sample.id, epoch=sample.epoch, input="", target="",
+                metadata=sample.metadata, scores={SCORER: Score(value=score.value,
+                                                                metadata=score.metadata)},
+            )
+        )  # fmt: skip
+        self.done.add((str(sample.id), sample.epoch))
+        if len(self.scores) % FLUSH_SAMPLES == 0:
+            await self.recorder.flush(self.log.eval)
+
+    async def finish(self, started: str, status: str) -> None:
+        results = self.log.model_copy(update={"samples": self.scores})
+        recompute_metrics(results)
+        self.log.stats.started_at, self.log.stats.completed_at = started, _now()
+        await self.recorder.log_finish(
+            self.log.eval,
+            status,  # type: ignore[arg-type]
+            self.log.stats,
+            results.results,
+            results.reductions,
+        )
+
+
+def _jobs(task: Task) -> Iterator[tuple[Sample, int]]:
+    """Every sample of the task in every epoch."""
+    for sample in task.dataset:
+        for epoch in range(1, (task.epochs or 1) + 1):
+            yield sample, epoch
+
+
+async def _sample(
+    sample: Sample,
+    epoch: int,
+    completion: str,
+    arguments: TaskArguments,
+    scorer_args: dict[str, Any],
+) -> EvalSample:
+    """One sample as `inspect eval` records it with the replay solver and the unit tests."""
+    started, clock = _now(), time.monotonic()
+    problem = problem_for(str(sample.id), sample.metadata or {})
+    target = str(sample.target)
+    scored = await score_middle(
+        problem, completion, target, arguments.timeout, arguments.memory_limit
+    )
+    seconds = round(time.monotonic() - clock, 3)
+    output, message = replayed(completion)
+    return EvalSample(
+        id=sample.id or "",
+        epoch=epoch,
+        input=sample.input,
+        target=target,
+        messages=[ChatMessageUser(content=str(sample.input), source="input"), message],
+        output=output,
+        scores={SCORER: scored.score},
+        metadata=sample.metadata or {},
+        store={MIDDLE: completion},
+        events=[
+            InfoEvent(source=SCORER, data=scored.program),
+            ScoreEvent(score=scored.score, target=target, scorer=SCORER, scorer_args=scorer_args),
+        ],
+        model_usage={},
+        started_at=started,
+        completed_at=_now(),
+        total_time=seconds,
+        working_time=seconds,
+        uuid=uuid.uuid4().hex,
+        error_retries=[],
+        turn_count=0,
+    )
+
+
+class Progress:
+    """A line on stderr every PROGRESS_SECONDS, and at the end."""
+
+    def __init__(self, programs: int) -> None:
+        self.programs, self.scored, self.passed = programs, 0, 0
+        _say(f"{programs:,} programs")
+
+    def start(self, taken_over: int) -> None:
+        self.scored = self.first = taken_over
+        self.started = self.said = time.monotonic()
+
+    def add(self, sample: EvalSample) -> None:
+        self.scored += 1
+        self.passed += (sample.scores or {})[SCORER].value[PASSED] == 1.0  # type: ignore[index]
+        if time.monotonic() - self.said >= PROGRESS_SECONDS:
+            self.said = time.monotonic()
+            rate = (self.scored - self.first) / (self.said - self.started)
+            _say(
+                f"{self.scored:,} of {self.programs:,} programs, {rate:.0f}/s, about "
+                f"{(self.programs - self.scored) / rate:.0f} s left"
+            )
+
+    def done(self, location: str) -> None:
+        seconds = time.monotonic() - self.started
+        ran = self.scored - self.first
+        _say(
+            f"ran {ran:,} programs in {seconds:.1f} s ({ran / seconds:.0f}/s), {self.passed:,} "
+            f"passed: {location}"
+        )
+
+
+def _say(text: str) -> None:
+    print(f"heval-inspect score: {text}", file=sys.stderr, flush=True)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
