@@ -240,3 +240,21 @@ def test_task_arguments_are_read_as_inspect_reads_them(tmp_path, capsys):
     }  # fmt: skip
     assert main(["score", str(tmp_path / "s.jsonl"), "--task", "humaneval", "-T", "k"]) == 1
     assert "-T k: give NAME=VALUE" in capsys.readouterr().err
+
+
+@pytest.mark.docker
+def test_parallel_runs_it_as_shards_whose_report_is_the_whole_runs(two_logs, tmp_path):
+    task_args = [part for argument in TASK_ARGS for part in ("-T", argument)]
+    subprocess.run(
+        [BIN / "heval-inspect", "parallel", "--shards", "2", "--", BIN / "heval-inspect", "score",
+         two_logs["samples"], "--task", "humaneval_infilling", *task_args,
+         "--log-dir", tmp_path],
+        check=True, capture_output=True, timeout=300,
+    )  # fmt: skip
+    shards = sorted(tmp_path.glob("*.eval"))
+    assert len(shards) == 2
+    assert {read_eval_log(str(log), header_only=True).eval.task_args["shard"] for log in shards} \
+        == {"1/2", "2/2"}  # fmt: skip
+    assert report_figures(build_report([str(tmp_path)])) == report_figures(
+        build_report([str(two_logs["eval"])])
+    )

@@ -18,7 +18,7 @@ command writes the same log without that loop:
 So memory holds a sample's score, not the sample, and writing is linear in the samples. Each log
 records the command it came from (`heval_run`): run again, the command does nothing if a
 successful log of it is in the log folder, and takes over the samples an interrupted log of it
-flushed (at most FLUSH_SAMPLES are lost) instead of running their programs again.
+flushed (see FLUSH_GROWTH for how many can be lost) instead of running their programs again.
 """
 
 import asyncio
@@ -68,9 +68,13 @@ NOT_TAKEN = {
     "fim_format": "no model is asked",
     "sandbox": "programs run in the pool sandbox; use `inspect eval -T samples=...` for others",
 }
-# Samples written to the log file at a time: what an interrupted run loses at most. The writer
-# compares each new sample with those waiting, so a few hundred keep that cheap.
+# Inspect's writer compares each new sample with those it holds, so they go into its working copy
+# of the log a few hundred at a time. Copying that to the log file costs in proportion to all the
+# samples so far, so it happens after every tenth more (at least FLUSH_SAMPLES): the copies add up
+# to about ten times the log, and an interrupted run loses at most a tenth of what it had done.
+WRITE_SAMPLES = 200
 FLUSH_SAMPLES = 200
+FLUSH_GROWTH = 1.1
 PROGRESS_SECONDS = 10
 
 
@@ -80,9 +84,11 @@ def score_completions(
     task_args: dict[str, Any],
     log_dir: str,
     metadata: dict[str, Any] | None = None,
+    progress: bool = True,
 ) -> str:
     """Score a completion file as `inspect eval TASK -T samples=FILE` would; the log written
-    (or found already written by an earlier run of the same command)."""
+    (or found already written by an earlier run of the same command). `progress`: a line on
+    stderr every PROGRESS_SECONDS."""
     function = _task_function(task_name)
     for name, why in NOT_TAKEN.items():
         if name in task_args:
@@ -99,7 +105,9 @@ def score_completions(
     completions = read_completions(samples)
     metadata = (metadata or {}) | {RUN_KEY: key}
     interrupted = [log for log, _ in earlier]
-    return asyncio.run(_run(task, completions, arguments, log_dir, metadata, interrupted))
+    return asyncio.run(
+        _run(task, completions, arguments, log_dir, metadata, interrupted, progress)
+    )
 
 
 _COMMON = {each.name for each in fields(TaskArguments)}
@@ -143,6 +151,7 @@ async def _run(
     log_dir: str,
     metadata: dict[str, Any],
     interrupted: list[str],
+    show_progress: bool,
 ) -> str:
     pool = (await standalone_pool()).pool  # started first: it builds the image the header names
     started = _now()
@@ -159,7 +168,7 @@ async def _run(
     )
     await recorder.log_start(log.eval, log.plan)
     writer = Writer(recorder, log)
-    progress = Progress(len(task.dataset) * (task.epochs or 1))
+    progress = Progress(len(task.dataset) * (task.epochs or 1), show_progress)
     try:
         for old in interrupted:
             # Samples an interrupted run of this command flushed: taken over, not run again.
@@ -198,8 +207,10 @@ class Writer:
 
     def __init__(self, recorder: EvalRecorder, log: EvalLog) -> None:
         self.recorder, self.log = recorder, log
+        self.file = recorder.data[recorder._log_file_key(log.eval)]
         self.scores: list[EvalSample] = []
         self.done: set[tuple[str, int]] = set()
+        self.flush_at = FLUSH_SAMPLES
 
     async def add(self, sample: EvalSample) -> None:
         await self.recorder.log_sample(self.log.eval, sample)
@@ -213,8 +224,11 @@ class Writer:
             )
         )  # fmt: skip
         self.done.add((str(sample.id), sample.epoch))
-        if len(self.scores) % FLUSH_SAMPLES == 0:
+        if len(self.scores) >= self.flush_at:
             await self.recorder.flush(self.log.eval)
+            self.flush_at = max(self.flush_at + FLUSH_SAMPLES, int(self.flush_at * FLUSH_GROWTH))
+        elif len(self.scores) % WRITE_SAMPLES == 0:
+            await self.file.write_buffered_samples()
 
     async def finish(self, started: str, status: str) -> None:
         results = self.log.model_copy(update={"samples": self.scores})
@@ -280,8 +294,8 @@ async def _sample(
 class Progress:
     """A line on stderr every PROGRESS_SECONDS, and at the end."""
 
-    def __init__(self, programs: int) -> None:
-        self.programs, self.scored, self.passed = programs, 0, 0
+    def __init__(self, programs: int, shown: bool) -> None:
+        self.programs, self.scored, self.passed, self.shown = programs, 0, 0, shown
         _say(f"{programs:,} programs")
 
     def start(self, taken_over: int) -> None:
@@ -291,7 +305,7 @@ class Progress:
     def add(self, sample: EvalSample) -> None:
         self.scored += 1
         self.passed += (sample.scores or {})[SCORER].value[PASSED] == 1.0  # type: ignore[index]
-        if time.monotonic() - self.said >= PROGRESS_SECONDS:
+        if self.shown and time.monotonic() - self.said >= PROGRESS_SECONDS:
             self.said = time.monotonic()
             rate = (self.scored - self.first) / (self.said - self.started)
             _say(

@@ -108,6 +108,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="eval metadata, as for inspect eval (e.g. label=NAME, which the report names runs by)",
     )
+    score.add_argument(
+        "--display",
+        choices=["full", "rich", "plain", "log", "conversation", "none"],
+        default="plain",
+        help="none: no progress lines (the others, as `heval-inspect parallel` passes, print them)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "score":
@@ -118,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                     _assignments(args.task_args, "-T"),
                     args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
                     _assignments(args.metadata, "--metadata"),
+                    progress=args.display != "none",
                 )
             )
             return 0
