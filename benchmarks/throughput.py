@@ -17,6 +17,10 @@ Workloads:
              shuffle of them, from every subset);
   multiline5 a fixed 1,000-task multi-line subset with 5 completions each: canonical, empty,
              `pass`, an infinite loop, and `return None`.
+  ending5    every infilling task with 5 completions that all end soon (43,260 programs):
+             canonical, empty, `raise ValueError`, `return None`, and a syntax error. The
+             programs of multiline5 at the whole set's scale, less the loops, whose time limits
+             alone would take 3.6 hours on 2 cores.
 
 Prints wall time, CPU time and peak RSS of each process (the eval process's own CPU, that of the
 `docker` clients it starts, and the whole machine's, which includes the Docker daemon and the
@@ -29,6 +33,7 @@ time that no harness with a load-independent limit can go below.
 `--side ours` runs one side only (for timing each side from outside, alternated).
 
     python benchmarks/throughput.py canonical [--shards 2] [--tasks 8652] [--path fast]
+    python benchmarks/throughput.py ending5 [--path fast]
     python benchmarks/throughput.py multiline5 [--busy] [--timeout 3] [--tasks 1000]
                                                [--reference-workers 4] [--shards n]
 
@@ -72,6 +77,9 @@ def workload(name: str, tasks: int | None = None) -> tuple[list[str], list[dict]
             records,
             [{"task_id": r["task_id"], "completion": r["canonical_solution"]} for r in records],
         )
+    if name == "ending5":
+        records = problems(SUBSETS)
+        return SUBSETS, records, [row for record in records for row in ending_variants(record)]
     records = sorted(problems(["multi_line"]), key=lambda r: r["task_id"])
     # The first `tasks` of one fixed shuffle: a smaller run is a prefix of the full one.
     records = random.Random(SEED).sample(records, MULTILINE_TASKS)[: tasks or MULTILINE_TASKS]
@@ -88,6 +96,21 @@ def five_variants(record: dict) -> list[dict]:
         f"{indent}pass\n",
         f"{indent}while True:\n{indent}    pass\n",
         f"{indent}return None\n",
+    ]
+    return [{"task_id": record["task_id"], "completion": v} for v in variants]
+
+
+def ending_variants(record: dict) -> list[dict]:
+    """Completion rows that all end soon: canonical, empty, a raise, `return None`, a syntax
+    error."""
+    canonical = record["canonical_solution"]
+    indent = canonical[: len(canonical) - len(canonical.lstrip(" \t"))] or "    "
+    variants = [
+        canonical,
+        "",
+        f"{indent}raise ValueError('x')\n",
+        f"{indent}return None\n",
+        f"{indent}return (\n",
     ]
     return [{"task_id": record["task_id"], "completion": v} for v in variants]
 
@@ -229,7 +252,7 @@ def busy_processes(count: int) -> list[subprocess.Popen]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("workload", choices=["canonical", "multiline5"])
+    parser.add_argument("workload", choices=["canonical", "multiline5", "ending5"])
     parser.add_argument("--busy", action="store_true", help="keep both cores busy meanwhile")
     parser.add_argument("--timeout", type=float, default=3.0, help="our time limit (s)")
     parser.add_argument(
