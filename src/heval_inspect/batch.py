@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import io
 import json
+import math
 import sys
 import tempfile
 import time
@@ -68,10 +69,12 @@ NOT_TAKEN = {
     "fim_format": "no model is asked",
     "sandbox": "programs run in the pool sandbox; use `inspect eval -T samples=...` for others",
 }
-# Inspect's writer compares each new sample with those it holds, so they go into its working copy
-# of the log a few hundred at a time. Copying that to the log file costs in proportion to all the
-# samples so far, so it happens after every tenth more (at least FLUSH_SAMPLES): the copies add up
-# to about ten times the log, and an interrupted run loses at most a tenth of what it had done.
+# Inspect's writer compares each new sample with those it holds, and each move of them into its
+# working copy of the log with every sample so far; moving them sqrt(n) at a time (at least
+# WRITE_SAMPLES) keeps both to about sqrt(n) per sample. Copying the working copy to the log file
+# costs in proportion to all the samples so far, so it happens after every tenth more (at least
+# FLUSH_SAMPLES): the copies add up to about ten times the log, and an interrupted run loses at
+# most a tenth of what it had done.
 WRITE_SAMPLES = 200
 FLUSH_SAMPLES = 200
 FLUSH_GROWTH = 1.1
@@ -211,6 +214,7 @@ class Writer:
         self.scores: list[EvalSample] = []
         self.done: set[tuple[str, int]] = set()
         self.flush_at = FLUSH_SAMPLES
+        self.written = 0  # samples moved into the working copy
 
     async def add(self, sample: EvalSample) -> None:
         await self.recorder.log_sample(self.log.eval, sample)
@@ -224,11 +228,14 @@ class Writer:
             )
         )  # fmt: skip
         self.done.add((str(sample.id), sample.epoch))
-        if len(self.scores) >= self.flush_at:
+        count = len(self.scores)
+        if count >= self.flush_at:
             await self.recorder.flush(self.log.eval)
             self.flush_at = max(self.flush_at + FLUSH_SAMPLES, int(self.flush_at * FLUSH_GROWTH))
-        elif len(self.scores) % WRITE_SAMPLES == 0:
+            self.written = count
+        elif count - self.written >= max(WRITE_SAMPLES, math.isqrt(count)):
             await self.file.write_buffered_samples()
+            self.written = count
 
     async def finish(self, started: str, status: str) -> None:
         results = self.log.model_copy(update={"samples": self.scores})
