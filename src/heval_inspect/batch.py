@@ -15,10 +15,13 @@ command writes the same log without that loop:
   uses, which flushes it to the log file as the run goes; Inspect computes the results
   (`recompute_metrics`, from the header's metrics) from each sample's score alone.
 
-So memory holds a sample's score, not the sample, and writing is linear in the samples. Each log
-records the command it came from (`heval_run`): run again, the command does nothing if a
-successful log of it is in the log folder, and takes over the samples an interrupted log of it
-flushed (see FLUSH_GROWTH for how many can be lost) instead of running their programs again.
+The process keeps of each sample what Inspect's writer keeps until the log is finished (its
+summary) and its score, not the whole sample: about as much per sample as `inspect eval` holds,
+so shards divide it (docs/benchmarks.md#memory). Writing costs about sqrt(n) per sample (see
+WRITE_SAMPLES). Each log records the command it came from (`heval_run`): run again, the
+command does nothing if a successful log of it is in the log folder, and takes over the samples
+an interrupted log of it flushed (see FLUSH_GROWTH for how many can be lost) instead of running
+their programs again.
 """
 
 import asyncio
