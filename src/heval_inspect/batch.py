@@ -43,20 +43,14 @@ from typing import Any
 from inspect_ai import Task, eval_async
 from inspect_ai.dataset import Sample
 from inspect_ai.event import InfoEvent, ScoreEvent
-from inspect_ai.log import (
-    EvalLog,
-    EvalSample,
-    list_eval_logs,
-    read_eval_log,
-    read_eval_log_samples,
-    recompute_metrics,
-)
+from inspect_ai.log import EvalLog, EvalSample, read_eval_log_samples, recompute_metrics
 from inspect_ai.model import ChatMessageUser
 from inspect_ai.scorer import Score
 
-from .data import problem_for, read_completions, sha256_of
+from .data import problem_for, read_completions
 from .errors import TaskArgumentError
 from .inspect_internals import EvalRecorder
+from .parallel import logs_of_run
 from .sandbox.pool import standalone_pool
 from .schema import PASSED, RUN_KEY, SCORER
 from .scorer import score_middle
@@ -103,8 +97,9 @@ def score_completions(
     arguments = TaskArguments(
         samples=samples, **{key: value for key, value in task_args.items() if key in _COMMON}
     )
-    key = _run_key(task_name, task_args, samples)
-    earlier = _earlier_logs(log_dir, key)
+    key = _run_key(task_name, task_args, task)
+    earlier = [(log.removeprefix("file://"), header.status)
+               for log, header in logs_of_run(log_dir, key)]  # fmt: skip
     if done := [log for log, status in earlier if status == "success"]:
         _say(f"this command already has a successful log: {done[0]}")
         return done[0]
@@ -128,26 +123,16 @@ def _task_function(task_name: str) -> Callable[..., Task]:
     return TASKS[name]
 
 
-def _run_key(task_name: str, task_args: dict, samples: str) -> str:
-    """What makes two runs the same: the task, its arguments and the completion file's content."""
+def _run_key(task_name: str, task_args: dict, task: Task) -> str:
+    """What makes two runs the same: the task, its arguments and the content of the files it
+    reads (their checksums, which the task's provenance holds already)."""
+    files = (task.metadata or {})["provenance"]["data_files"]
     described = json.dumps(
         [task_name.removeprefix("heval_inspect/"), sorted(task_args.items()),
-         sha256_of(Path(samples))],
+         [file["sha256"] for file in files]],
         default=str,
     )  # fmt: skip
     return hashlib.sha256(described.encode()).hexdigest()[:16]
-
-
-def _earlier_logs(log_dir: str, key: str) -> list[tuple[str, str]]:
-    """The logs of this command in the log folder, with their status."""
-    if "://" not in log_dir and not Path(log_dir).is_dir():
-        return []
-    found = []
-    for info in list_eval_logs(log_dir, recursive=False):
-        header = read_eval_log(info.name, header_only=True)
-        if (header.eval.metadata or {}).get(RUN_KEY) == key:
-            found.append((info.name.removeprefix("file://"), header.status))
-    return found
 
 
 async def _run(

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from .sandbox import COMPOSE_FILE
 from .sandbox.pool import (
@@ -88,22 +88,26 @@ def log_dir_of(command: list[str]) -> str:
     return os.environ.get("INSPECT_LOG_DIR", "logs")
 
 
-def finished_shards(log_dir: str, key: str, shards: int) -> dict[int, str]:
-    """The shards (of `shards`) of the command `key` that have a successful log in `log_dir`."""
+def logs_of_run(log_dir: str, key: str) -> list[tuple[str, EvalLog]]:
+    """The logs in `log_dir` (not its subfolders) that record the run `key` (`heval_run`), each
+    with its header."""
     if "://" not in log_dir and not Path(log_dir).is_dir():
-        return {}
-    finished = {}
+        return []
+    found = []
     for info in list_eval_logs(log_dir, recursive=False):
         header = read_eval_log(info.name, header_only=True)
-        metadata = header.eval.metadata or {}
-        shard = ShardRecord.from_metadata(metadata.get("shard"))
-        if (
-            header.status == "success"
-            and metadata.get(RUN_KEY) == key
-            and shard is not None
-            and shard.count == shards
-        ):
-            finished[shard.index] = info.name
+        if (header.eval.metadata or {}).get(RUN_KEY) == key:
+            found.append((info.name, header))
+    return found
+
+
+def finished_shards(log_dir: str, key: str, shards: int) -> dict[int, str]:
+    """The shards (of `shards`) of the command `key` that have a successful log in `log_dir`."""
+    finished = {}
+    for name, header in logs_of_run(log_dir, key):
+        shard = ShardRecord.from_metadata((header.eval.metadata or {}).get("shard"))
+        if header.status == "success" and shard is not None and shard.count == shards:
+            finished[shard.index] = name
     return finished
 
 
