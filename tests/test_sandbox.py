@@ -1,6 +1,7 @@
 """End to end in the real Docker sandbox: real programs, real verdicts."""
 
 import json
+import random
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -218,6 +219,33 @@ def test_pool_leaves_nothing_between_programs(tmp_path, monkeypatch):
         humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path, solver=reference()
     )
     assert set(verdicts(log).values()) == {"passed"}
+
+
+# The executor loads the modules HumanEval's programs import once, and each program gets a forked
+# copy of them: what one program does to them (or to the random generator's state) must not reach
+# the next, and no two programs may draw the same random numbers.
+SPOILS_MODULES = """
+import math, random, typing
+assert math.pi > 3.14 and typing.List is not None, 'spoiled by an earlier program'
+math.pi, typing.List = 3, None
+random.seed(0)
+"""
+FIRST_DRAW = "import random\nassert False, repr(random.random())"
+
+
+def test_programs_do_not_share_the_modules_the_executor_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
+    probes = {"spoils 1": SPOILS_MODULES, "draw 1": FIRST_DRAW,
+              "spoils 2": SPOILS_MODULES, "draw 2": FIRST_DRAW}  # fmt: skip
+    log = run(
+        humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path, solver=reference()
+    )
+    found = verdicts(log)
+    assert found[("probe/spoils 1", 1)] == found[("probe/spoils 2", 1)] == "passed"
+    draws = [found[(f"probe/draw {n}", 1)] for n in (1, 2)]
+    assert all(draw.startswith("failed: 0.") for draw in draws), draws
+    # Not the draw after the earlier program's seed(0), and not each other's.
+    assert len({*draws, f"failed: {random.Random(0).random()!r}"}) == 3, draws
 
 
 def test_programs_cannot_signal_their_executor_or_container(tmp_path, monkeypatch):

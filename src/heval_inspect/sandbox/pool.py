@@ -4,11 +4,12 @@ Inspect's `docker` sandbox starts and removes a compose project for every sample
 each), which dwarfs a HumanEval program (tens of milliseconds). This sandbox starts the same
 hardened compose service a few times per task, and keeps one executor process (`executor.py
 serve`) inside each container. A program goes to an idle container's executor, which runs it in a
-fresh interpreter as an unprivileged user and afterwards removes everything it left (processes,
-files, IPC objects) and checks that the container is as it was. When that check finds residue, or
-the executor dies, hangs or answers nonsense, the container is replaced by a new one before it
-runs another program: no state passes from one program to the next. The isolation is that of the
-compose file: no network, read-only root, memory, CPU, pids and IPC limits.
+process of its own forked from the executor, as an unprivileged user, and afterwards removes
+everything it left (processes, files, IPC objects) and checks that the container is as it was.
+When that check finds residue, or the executor dies, hangs or answers nonsense, the container is
+replaced by a new one before it runs another program: no state passes from one program to the
+next. The isolation is that of the compose file: no network, read-only root, memory, CPU, pids
+and IPC limits.
 
 It runs scoring programs only: `exec`, `read_file` and `write_file` are refused, since a sample
 does not own a container (use `-T sandbox=docker` for agents that work in a sandbox).
