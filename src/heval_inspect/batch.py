@@ -178,7 +178,10 @@ async def _run(
                 progress.add(scored)
 
         async with asyncio.TaskGroup() as workers:  # one failing stops the others
-            for _ in range(pool.size):
+            # Twice as many as the pool's containers: while a worker records a sample, another
+            # has its next program waiting for that container, which never waits for this
+            # process.
+            for _ in range(2 * pool.size):
                 workers.create_task(work())
     except BaseException:
         await writer.finish(started, "cancelled")
