@@ -1,5 +1,6 @@
 """Faults around the sandbox: no Docker, a container killed or removed mid-run, an executor killed
-or stopped, residue no program could leave, an interrupted run.
+or stopped, residue no program could leave (with the next program already waiting in the
+executor's input), an interrupted run.
 
 Each is done for real (no engine reachable, `docker kill` / `docker rm -f` of a running pool
 container, signals and processes sent in with `docker exec` as root, SIGINT to a running
@@ -23,6 +24,8 @@ from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.solver import Generate, TaskState, solver
 
+from heval_inspect.sandbox import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER
+from heval_inspect.sandbox.pool import PROJECT_PREFIX
 from heval_inspect.solvers import reference
 from heval_inspect.tasks import humaneval_infilling
 
@@ -235,7 +238,12 @@ def test_an_executor_lost_in_the_docker_sandbox_is_a_verdict_not_a_sample_error(
     assert "executor ended" in lost.scores["unit_tests"].metadata["reason"]
 
 
-def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path, monkeypatch):
+# With more than one sample at a time, the next program waits in the executor's input while the
+# first runs (pool.PIPELINE_DEPTH): it must not run in the container the first left unclean.
+@pytest.mark.parametrize("max_samples", [1, 3], ids=["one at a time", "the next one waiting"])
+def test_residue_the_executor_cannot_remove_gets_the_container_replaced(
+    max_samples, tmp_path, monkeypatch
+):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     others = set(pool_containers())  # other runs' on this engine may come and go
     planter = WhenAProgramStarts(
@@ -244,18 +252,50 @@ def test_residue_the_executor_cannot_remove_gets_the_container_replaced(tmp_path
     # The first program runs long enough for the planted process to exist before it ends, however
     # slowly a busy machine runs `docker exec` (2 s were not always enough in CI).
     task = humaneval_infilling(problem_file=problem_file(tmp_path, [8, 0, 0]), timeout=20)
-    log = run_while(planter, task, tmp_path, max_samples=1)
+    log = run_while(planter, task, tmp_path, max_samples=max_samples)
     assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
     residues = {str(s.id): s.scores["unit_tests"].metadata.get("residue") for s in log.samples}
-    # Found after the first program (the container's pids counter: the planted process, and its
-    # zombie once it has forked it); the next ones ran in the new container, clean.
-    assert set(residues["slow/0"]) == {"processes"} and residues["slow/0"]["processes"] >= 1
-    assert residues["slow/1"] is None and residues["slow/2"] is None
+    # Found after the program that ran meanwhile (the container's pids counter: the planted
+    # process, and its zombie once it has forked it); the others ran in the new container, clean.
+    [dirty] = [sample for sample, residue in residues.items() if residue]
+    assert set(residues[dirty]) == {"processes"} and residues[dirty]["processes"] >= 1
     replaced = {
         str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples
     }
-    assert replaced == {"slow/0": 1, "slow/1": None, "slow/2": None}
+    assert replaced == {sample: 1 if sample == dirty else None for sample in residues}
     assert set(pool_containers()) - others == set()
+
+
+def test_an_executor_that_finds_residue_runs_no_further_program(tmp_path):
+    # The pool sends a program while the one before it runs; once that one's container is found
+    # unclean, the executor must not run the next at all (the pool runs it elsewhere).
+    project = f"{PROJECT_PREFIX}test-{os.getpid()}"
+    compose = ["docker", "compose", "-p", project, "-f", str(COMPOSE_FILE)]
+    subprocess.run([*compose, "up", "-d"], check=True, capture_output=True)
+    try:
+        [container] = subprocess.run(
+            [*compose, "ps", "-q"], check=True, capture_output=True, text=True
+        ).stdout.split()
+        executor = subprocess.Popen(
+            ["docker", "exec", "-i", "--user", EXECUTOR_USER, container,
+             "python3", "-I", "-c", EXECUTOR_SOURCE, "serve"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        limits = {"seconds": 10, "wall_seconds": 30, "memory_bytes": 1 << 30, "file_bytes": 1 << 20}
+        # The executor's stdin is one that the tests themselves write to, so the second request
+        # is waiting there while the first runs, and none follows.
+        for program in ("import time\ntime.sleep(4)", "print('ran')"):
+            executor.stdin.write(json.dumps({"program": program, **limits}) + "\n")
+        executor.stdin.flush()
+        time.sleep(1.5)
+        subprocess.run(["docker", *as_root(container, UNREAPED_ZOMBIE)], check=True)
+        executor.stdin.close()
+        answers = [json.loads(line) for line in executor.stdout]
+        executor.wait(timeout=30)
+    finally:
+        subprocess.run([*compose, "down", "--timeout", "1"], capture_output=True, check=False)
+    [first] = answers
+    assert first["status"] == "passed" and first["residue"]["processes"] >= 1
 
 
 def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):

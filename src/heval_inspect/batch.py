@@ -178,10 +178,10 @@ async def _run(
                 progress.add(scored)
 
         async with asyncio.TaskGroup() as workers:  # one failing stops the others
-            # Twice as many as the pool's containers: while a worker records a sample, another
-            # has its next program waiting for that container, which never waits for this
-            # process.
-            for _ in range(2 * pool.size):
+            # As many programs as the pool holds (running, or next in an executor's input),
+            # and one more per container: while a worker records a sample, another has its
+            # program in that container's place, which never waits for this process.
+            for _ in range(pool.capacity + pool.size):
                 workers.create_task(work())
     except BaseException:
         await writer.finish(started, "cancelled")

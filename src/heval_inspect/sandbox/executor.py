@@ -14,8 +14,9 @@ values; `error` is the class name of the exception that ended the program (`Asse
 then `reason` says how).
 
 Run with no argument, it answers the one request on stdin (one `docker exec` per program). Run as
-`serve`, it answers one request per line of stdin until EOF, so a long-lived container runs many
-programs through one process. With `local` (the unsafe `-T sandbox=local`, no container), it runs
+`serve`, it answers one request per line of stdin, in order, until EOF or an answer with residue
+(after which it runs nothing more), so a long-lived container runs many programs through one
+process. With `local` (the unsafe `-T sandbox=local`, no container), it runs
 programs as the user running the eval and cleans up only what it can find of them.
 
 The processes in the container, and why each is there:
@@ -1124,7 +1125,13 @@ def main() -> None:
     place.settle()
     if "serve" in arguments:
         for line in sys.stdin:
-            print(json.dumps(run(json.loads(line), place, warden)), flush=True)
+            answer = run(json.loads(line), place, warden)
+            print(json.dumps(answer), flush=True)
+            if answer["residue"]:
+                # The container is not as it was: no program runs here any more, not even one
+                # whose request is already waiting (the pool sends the next one early). The pool
+                # runs it elsewhere, and replaces this container.
+                break
         if isinstance(place, InContainer):
             # Its stdin ends when the eval process is done with the container, or is gone
             # without cleaning up (SIGKILL, a requeued batch job): then nothing else will stop

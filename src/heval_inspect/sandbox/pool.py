@@ -16,6 +16,8 @@ does not own a container (use `-T sandbox=docker` for agents that work in a sand
 """
 
 import asyncio
+import collections
+import contextlib
 import dataclasses
 import json
 import logging
@@ -59,13 +61,36 @@ async def _docker(*args: str, input: bytes | None = None) -> tuple[int, str, str
     return process.returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")
 
 
+# Requests waiting in each executor's input at once: while one program runs, the next is already
+# there, so the container does not wait out a round trip through Docker (about a millisecond,
+# longer while this process is busy) between programs. The executor reads the next only once the
+# one before is answered and its container checked, and after residue reads none (executor.main).
+PIPELINE_DEPTH = 2
+
+
+class NotRun:
+    """The answer to a request that never ran: a program ahead of it lost the executor or left
+    residue (or the executor was found dead), so the container is to be replaced first."""
+
+
+NOT_RUN = NotRun()
+
+
 class Executor:
-    """One container and the executor process serving programs inside it."""
+    """One container and the executor process serving programs inside it, PIPELINE_DEPTH
+    requests at a time; answers come in the order of the requests. Once it is lost or has found
+    residue it is `condemned`: only `Pool.replace` gives it a new container and process."""
 
     def __init__(self, container: str, source: str) -> None:
         self.container = container
         self.source = source
         self.process: asyncio.subprocess.Process | None = None
+        self.generation = 0  # one more for every executor process started
+        self.condemned = False
+        self.lock = asyncio.Lock()  # held while a request is sent, and while it is replaced
+        self.waiting: collections.deque[tuple[asyncio.Future, float]] = collections.deque()
+        self.requested = asyncio.Event()
+        self.reader: asyncio.Task | None = None
 
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
@@ -85,31 +110,71 @@ class Executor:
             stderr=asyncio.subprocess.PIPE,
             limit=1 << 20,
         )
+        self.generation += 1
+        self.condemned = False
+        self.reader = asyncio.create_task(self._read_answers(self.process))
 
     async def stop(self) -> None:
+        if self.reader:
+            self.reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.reader
         if self.process and self.process.returncode is None:
             self.process.kill()
             await self.process.wait()
-        self.process = None
+        self.process = self.reader = None
 
-    async def run(self, request: dict, timeout: float) -> Execution | None:
-        """The executor's verdict, or None if it died, did not answer in time or answered
-        something that is not a verdict."""
-        if self.process is None or self.process.returncode is not None:
-            await self.start()
-        assert self.process and self.process.stdin and self.process.stdout
+    async def run(self, request: dict, timeout: float) -> tuple[Execution | NotRun | None, int]:
+        """The executor's verdict, None if it died, did not answer in time or answered something
+        that is not a verdict, or NOT_RUN; and the generation of the executor asked."""
+        async with self.lock:
+            generation = self.generation
+            process = self.process
+            if self.condemned or process is None or process.returncode is not None:
+                return NOT_RUN, generation
+            assert process.stdin
+            answer: asyncio.Future = asyncio.get_running_loop().create_future()
+            self.waiting.append((answer, timeout))
+            self.requested.set()
+            try:
+                process.stdin.write(json.dumps(request).encode() + b"\n")
+                await process.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # gone: the reader reads its end
+        return await answer, generation
+
+    async def _read_answers(self, process: asyncio.subprocess.Process) -> None:
+        """Answer the waiting requests in order, each given its time from the answer before it;
+        once the executor is lost or has found residue, those behind it never run there."""
+        assert process.stdout
         try:
-            self.process.stdin.write(json.dumps(request).encode() + b"\n")
-            await self.process.stdin.drain()
-            line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
-            return Execution.from_answer(json.loads(line))
-        except (BrokenPipeError, ConnectionResetError, TimeoutError, ValueError, TypeError):
-            await self.stop()
-            return None
+            while True:
+                while not self.waiting:
+                    self.requested.clear()
+                    await self.requested.wait()
+                answer, timeout = self.waiting[0]
+                try:
+                    line = await asyncio.wait_for(process.stdout.readline(), timeout)
+                    execution: Execution | None = Execution.from_answer(json.loads(line))
+                except (ConnectionResetError, TimeoutError, ValueError, TypeError):
+                    execution = None
+                self.waiting.popleft()
+                if execution is None or execution.residue:
+                    self.condemned = True
+                if not answer.done():  # else its asker was cancelled (an interrupted run)
+                    answer.set_result(execution)
+                if self.condemned:
+                    break
+        finally:
+            self.condemned = True
+            for answer, _ in self.waiting:
+                if not answer.done():
+                    answer.set_result(NOT_RUN)
+            self.waiting.clear()
 
 
 class Pool:
-    """The containers of one task and the queue of those that are idle."""
+    """The containers of one task and the queue of their free places (PIPELINE_DEPTH each)."""
 
     def __init__(self, project: str, compose_file: str, size: int) -> None:
         self.project = project
@@ -118,6 +183,11 @@ class Pool:
         self.idle: asyncio.Queue[Executor] = asyncio.Queue()
         self.executors: list[Executor] = []
         self.replacing = asyncio.Lock()  # one compose call at a time changes the project
+
+    @property
+    def capacity(self) -> int:
+        """How many programs the pool holds at once: running, or next in an executor's input."""
+        return self.size * PIPELINE_DEPTH
 
     def compose(self, *args: str) -> list[str]:
         return ["compose", "-p", self.project, "-f", self.compose_file, *args]
@@ -137,37 +207,55 @@ class Pool:
             executor = Executor(container, source)
             await executor.start()
             self.executors.append(executor)
-            self.idle.put_nowait(executor)
+            for _ in range(PIPELINE_DEPTH):
+                self.idle.put_nowait(executor)
 
     async def run(self, request: dict, timeout: float) -> Execution:
         """The executor's verdict, with how many containers were replaced on its account."""
         executor = await self.idle.get()
         try:
-            for replaced in range(2):
-                answer = await executor.run(request, timeout)
-                if answer is not None:
+            replaced = 0
+            while replaced < 2:
+                answer, generation = await executor.run(request, timeout)
+                if answer is NOT_RUN:
+                    # Not on its account: a program ahead of it lost the executor or left
+                    # residue. Whichever of them comes first replaces the container.
+                    await self.replace(executor, generation, "an earlier program's doing")
+                    continue
+                if isinstance(answer, Execution):
                     if answer.residue:
-                        await self.replace(executor, f"the program left {answer.residue}")
+                        await self.replace(
+                            executor, generation, f"the program left {answer.residue}"
+                        )
                         replaced += 1
                     return dataclasses.replace(answer, containers_replaced=replaced)
                 # Whatever ended the executor (its container killed or removed from outside, or
                 # anything a program might find), the program runs once more in a new container;
                 # if the executor is lost again, that is the program's doing.
-                await self.replace(executor, "its executor died, hung or answered nonsense")
+                await self.replace(
+                    executor, generation, "its executor died, hung or answered nonsense"
+                )
+                replaced += 1
             return dataclasses.replace(executor_lost(), containers_replaced=2)
         finally:
             self.idle.put_nowait(executor)
 
-    async def replace(self, executor: Executor, why: str) -> None:
+    async def replace(self, executor: Executor, generation: int, why: str) -> None:
         """Put a new container in the place of the executor's (whether it was left unclean,
-        killed or removed), and start its executor there. Only an engine that cannot start one
-        fails the sample."""
-        await executor.stop()
-        async with self.replacing:
-            await _docker("rm", "-f", executor.container)
-            executor.container = (await self.start_containers())[0]
-        logger.info("heval_pool: replaced sandbox container %s: %s", executor.container[:12], why)
-        await executor.start()
+        killed or removed), and start its executor there, unless that was done already since
+        the executor of that generation answered. Only an engine that cannot start one fails
+        the sample."""
+        async with executor.lock:
+            if executor.generation != generation:
+                return  # done already, since that generation's answer
+            await executor.stop()
+            async with self.replacing:
+                await _docker("rm", "-f", executor.container)
+                executor.container = (await self.start_containers())[0]
+            logger.info(
+                "heval_pool: replaced sandbox container %s: %s", executor.container[:12], why
+            )
+            await executor.start()
 
     async def start_containers(self) -> list[str]:
         """Bring the pool back to its size; the ids of the containers that were started."""
