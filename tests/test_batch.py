@@ -13,12 +13,13 @@ import pytest
 from inspect_ai.analysis import evals_df
 from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
-from heval_inspect.batch import FLUSH_SAMPLES, score_completions
-from heval_inspect.data import SUBSETS, load_official
+from heval_inspect.batch import FLUSH_SAMPLES, log_shards, score_completions
+from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.errors import TaskArgumentError
 from heval_inspect.export import export_results
 from heval_inspect.report import build_report
 from heval_inspect.schema import RUN_KEY
+from heval_inspect.tasks import humaneval
 from tests.report_logs import report_figures
 
 BIN = Path(sys.executable).parent
@@ -258,3 +259,63 @@ def test_parallel_runs_it_as_shards_whose_report_is_the_whole_runs(two_logs, tmp
     assert report_figures(build_report([str(tmp_path)])) == report_figures(
         build_report([str(two_logs["eval"])])
     )
+
+
+@pytest.mark.docker
+def test_a_run_larger_than_one_log_writes_shards_whose_report_is_the_whole_runs(two_logs, tmp_path):
+    task_args = [part for argument in TASK_ARGS for part in ("-T", argument)]
+    command = [BIN / "heval-inspect", "score", two_logs["samples"], "--task", "humaneval_infilling",
+               *task_args, "--log-dir", tmp_path / "score", "--samples-per-log", "20"]  # fmt: skip
+    scored = subprocess.run(command, check=True, capture_output=True, text=True, timeout=300)
+    logs = sorted((tmp_path / "score").glob("*.eval"))
+    assert sorted(scored.stdout.split()) == [str(log) for log in logs]
+    headers = {str(log): read_eval_log(str(log), header_only=True) for log in logs}
+    # 70 samples of 5 problems, at most 20 a log: 4 shards of whole problems, each scored once.
+    assert sorted(header.eval.task_args["shard"] for header in headers.values()) == [
+        "1/4", "2/4", "3/4", "4/4"
+    ]  # fmt: skip
+    keys = [(s.id, s.epoch) for log in logs for s in read_eval_log_sample_summaries(str(log))]
+    assert len(keys) == len(set(keys)) == 70
+    assert report_figures(build_report([str(tmp_path / "score")])) == report_figures(
+        build_report([str(two_logs["eval"])])
+    )
+    # Each is the log of that shard, as `inspect eval -T shard=...` writes it.
+    [third] = [log for log, h in headers.items() if h.eval.task_args["shard"] == "3/4"]
+    subprocess.run(
+        [BIN / "inspect", "eval", "heval_inspect/humaneval_infilling", "--model", "none",
+         "-T", f"samples={two_logs['samples']}", *task_args, "-T", "shard=3/4",
+         "--log-dir", tmp_path / "eval", "--display", "none"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    [shard_log] = (tmp_path / "eval").glob("*.eval")
+    (our_header, our_samples), (header, samples) = comparable(third), comparable(str(shard_log))
+    assert flattened(our_header) == flattened(header)
+    assert flattened(our_samples) == flattened(samples)
+    # Run again, it finds every log and runs nothing.
+    rerun = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
+    assert sorted(rerun.stdout.split()) == sorted(scored.stdout.split())
+    assert rerun.stderr.count("already has a successful log") == 4
+    assert "programs in" not in rerun.stderr
+
+
+@pytest.mark.data
+def test_the_logs_of_each_shard_of_a_run_are_the_shards_of_the_whole_run(tmp_path):
+    samples = tmp_path / "samples.jsonl"
+    rows = [{"task_id": record["task_id"], "completion": record["canonical_solution"]}
+            for record in load_official(HUMANEVAL)]  # fmt: skip
+    samples.write_text("".join(json.dumps(row) + "\n" for row in rows * 3))  # 164 x 3 samples
+
+    whole = humaneval(samples=str(samples))
+
+    def shards(samples_per_log, shard=None):
+        return log_shards(whole, shard, samples_per_log)
+
+    assert shards(492) == [None] and shards(492, "2/2") == ["2/2"]  # one log holds them
+    assert shards(50) == [f"{i}/10" for i in range(1, 11)]
+    # Two machines (shards 1/2 and 2/2) find the same parts: the 10 shards of the whole run.
+    assert shards(50, "1/2") + shards(50, "2/2") == [f"{i}/10" for i in range(1, 11)]
+    assert shards(60, "2/3") == [f"{i}/9" for i in range(4, 7)]
+    # A shard holds whole problems: never more shards than HumanEval's 164 problems.
+    assert shards(1) == [f"{i}/164" for i in range(1, 165)]
+    with pytest.raises(TaskArgumentError, match="--samples-per-log 0: give 1 or more"):
+        score_completions(str(samples), "humaneval", {}, str(tmp_path), samples_per_log=0)

@@ -16,8 +16,10 @@ command writes the same log without that loop:
   (`recompute_metrics`, from the header's metrics) from each sample's score alone.
 
 The process keeps of each sample what Inspect's writer keeps until the log is finished (its
-summary) and its score, not the whole sample: about as much per sample as `inspect eval` holds,
-so shards divide it (docs/benchmarks.md#memory). Writing costs about sqrt(n) per sample (see
+summary) and its score, not the whole sample: about as much per sample as `inspect eval` holds.
+So that this does not grow with the run, a run of more than SAMPLES_PER_LOG samples writes one
+log per part of about that many, in turn, each a shard of the run (`log_shards`), whose logs
+`heval-inspect report` merges as it merges any shards. Writing costs about sqrt(n) per sample (see
 WRITE_SAMPLES). Each log records the command it came from (`heval_run`): run again, the
 command does nothing if a successful log of it is in the log folder, and takes over the samples
 an interrupted log of it flushed (see FLUSH_GROWTH for how many can be lost) instead of running
@@ -50,12 +52,13 @@ from inspect_ai.scorer import Score
 from .data import problem_for, read_completions
 from .errors import TaskArgumentError
 from .inspect_internals import EvalRecorder
-from .parallel import logs_of_run
+from .parallel import logs_by_run
 from .sandbox.pool import standalone_pool
 from .schema import PASSED, RUN_KEY, SCORER
 from .scorer import score_middle
+from .shard import Shard, parse_shard
 from .solvers import MIDDLE, replayed
-from .tasks import TASKS, TaskArguments
+from .tasks import TASKS, TaskArguments, problem_of
 
 # Arguments that choose how answers are made or run, which this command does not: it replays
 # the completion file in the pool sandbox.
@@ -76,6 +79,11 @@ WRITE_SAMPLES = 200
 FLUSH_SAMPLES = 200
 FLUSH_GROWTH = 1.1
 PROGRESS_SECONDS = 10
+# The most samples one log holds (about: shards hold whole problems). Inspect's writer keeps each
+# sample's summary until its log is finished (about 15 KB of memory per sample here), and `inspect
+# view` loads a log's whole sample list: 10,000 samples are about 150 MB and a list the viewer
+# opens in seconds, whatever the size of the run.
+SAMPLES_PER_LOG = 10_000
 
 
 def score_completions(
@@ -85,30 +93,84 @@ def score_completions(
     log_dir: str,
     metadata: dict[str, Any] | None = None,
     progress: bool = True,
-) -> str:
-    """Score a completion file as `inspect eval TASK -T samples=FILE` would; the log written
-    (or found already written by an earlier run of the same command). `progress`: a line on
+    samples_per_log: int = SAMPLES_PER_LOG,
+) -> list[str]:
+    """Score a completion file as `inspect eval TASK -T samples=FILE` would; the logs written
+    (or found already written by an earlier run of the same command): one, or one per shard of
+    the run if it has more than `samples_per_log` samples (`log_shards`). `progress`: a line on
     stderr every PROGRESS_SECONDS."""
     function = _task_function(task_name)
     for name, why in NOT_TAKEN.items():
         if name in task_args:
             raise TaskArgumentError(f"heval-inspect score takes no -T {name}: {why}.")
-    task = function(samples=samples, **task_args)
-    arguments = TaskArguments(
-        samples=samples, **{key: value for key, value in task_args.items() if key in _COMMON}
-    )
-    key = _run_key(task_name, task_args, task)
-    earlier = [(log.removeprefix("file://"), header.status)
-               for log, header in logs_of_run(log_dir, key)]  # fmt: skip
-    if done := [log for log, status in earlier if status == "success"]:
-        _say(f"this command already has a successful log: {done[0]}")
-        return done[0]
-    completions = read_completions(samples)
-    metadata = (metadata or {}) | {RUN_KEY: key}
-    interrupted = [log for log, _ in earlier]
+    if samples_per_log < 1:
+        raise TaskArgumentError(f"--samples-per-log {samples_per_log}: give 1 or more.")
+    whole = function(samples=samples, **{k: v for k, v in task_args.items() if k != "shard"})
+    shards = log_shards(whole, task_args.get("shard"), samples_per_log)
     return asyncio.run(
-        _run(task, completions, arguments, log_dir, metadata, interrupted, progress)
-    )
+        _run_logs(function, whole, task_name, samples, task_args, shards, log_dir,
+                  metadata or {}, progress)
+    )  # fmt: skip
+
+
+def log_shards(whole: Task, shard: str | None, samples_per_log: int) -> list[str | None]:
+    """The `shard` argument of each log a run of the task `whole` writes: the one given (or
+    none) if the run has at most `samples_per_log` samples; else the given shard i/n (or 1/1) as
+    m shards of n x m, (i - 1) x m + 1 ... i x m, with m such that each holds about
+    `samples_per_log`.
+
+    m comes from the size of the whole run, not of shard i, so that every machine of a sharded
+    run finds the same m and the parts of its n shards are the n x m shards of the run, each
+    scored once. A shard holds whole problems, so there are at most as many as problems.
+    """
+    given = parse_shard(shard) or Shard(1, 1)
+    run_samples = len(whole.dataset) * (whole.epochs or 1)
+    problems = len({problem_of(sample) for sample in whole.dataset})
+    parts = min(math.ceil(run_samples / (given.count * samples_per_log)), problems // given.count)
+    if parts <= 1:
+        return [shard]
+    first = (given.index - 1) * parts
+    return [f"{first + part}/{given.count * parts}" for part in range(1, parts + 1)]
+
+
+async def _run_logs(
+    function: Callable[..., Task],
+    whole: Task,
+    task_name: str,
+    samples: str,
+    task_args: dict[str, Any],
+    shards: list[str | None],
+    log_dir: str,
+    metadata: dict[str, Any],
+    progress: bool,
+) -> list[str]:
+    """Each shard's log in turn (one pool for all), skipping those already written; `whole`:
+    the task unsharded, which is the one run when there is one log and no shard."""
+    runs = logs_by_run(log_dir)
+    logs = []
+    for number, shard in enumerate(shards, start=1):
+        shard_args = task_args | ({"shard": shard} if shard else {})
+        if len(shards) > 1:
+            _say(f"log {number} of {len(shards)} (-T shard={shard})")
+        task = function(samples=samples, **shard_args) if shard else whole
+        key = _run_key(task_name, shard_args, task)
+        earlier = [(log.removeprefix("file://"), header.status)
+                   for log, header in runs.get(key, [])]  # fmt: skip
+        if done := [log for log, status in earlier if status == "success"]:
+            _say(f"this command already has a successful log: {done[0]}")
+            logs.append(done[0])
+            continue
+        # This log's completions alone: memory does not grow with the file either.
+        completions = read_completions(samples, only={str(sample.id) for sample in task.dataset})
+        arguments = TaskArguments(
+            samples=samples, **{key: value for key, value in shard_args.items() if key in _COMMON}
+        )
+        interrupted = [log for log, _ in earlier]
+        logs.append(
+            await _run(task, completions, arguments, log_dir, metadata | {RUN_KEY: key},
+                       interrupted, progress)
+        )  # fmt: skip
+    return logs
 
 
 _COMMON = {each.name for each in fields(TaskArguments)}

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from .batch import score_completions
+from .batch import SAMPLES_PER_LOG, score_completions
 from .export import export_results
 from .host import usable_cores
 from .inspect_internals import PrerequisiteError
@@ -109,6 +109,15 @@ def main(argv: list[str] | None = None) -> int:
         help="eval metadata, as for inspect eval (e.g. label=NAME, which the report names runs by)",
     )
     score.add_argument(
+        "--samples-per-log",
+        type=int,
+        default=SAMPLES_PER_LOG,
+        metavar="N",
+        help=f"a run of more samples writes one log per shard of about N samples, in turn, which "
+        f"`heval-inspect report` merges (default: {SAMPLES_PER_LOG:,}; each log's samples are "
+        f"held in memory until it is finished)",
+    )
+    score.add_argument(
         "--display",
         choices=["full", "rich", "plain", "log", "conversation", "none"],
         default="plain",
@@ -117,16 +126,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "score":
-            print(
-                score_completions(
-                    args.samples,
-                    args.task,
-                    _assignments(args.task_args, "-T"),
-                    args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
-                    _assignments(args.metadata, "--metadata"),
-                    progress=args.display != "none",
-                )
+            logs = score_completions(
+                args.samples,
+                args.task,
+                _assignments(args.task_args, "-T"),
+                args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
+                _assignments(args.metadata, "--metadata"),
+                progress=args.display != "none",
+                samples_per_log=args.samples_per_log,
             )
+            print("\n".join(logs))
             return 0
         if args.command == "report":
             return _report(args.logs, args.out, args.baseline)

@@ -18,7 +18,7 @@ import json
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,8 +202,11 @@ def read_problems(path: str | Path) -> list[dict]:
     return records
 
 
-def read_completions(path: str | Path) -> dict[str, list[str]]:
-    """Completions in the reference harness's format, per task id in file order.
+def read_completions(
+    path: str | Path, only: Collection[str] | None = None
+) -> dict[str, list[str]]:
+    """Completions in the reference harness's format, per task id in file order; `only`: of
+    these task ids alone (the others are read, checked and dropped).
 
     One JSON object per line, {"task_id": ..., "completion": ...}; several lines for one task are
     its samples 1, 2, ... (epochs, for pass@k).
@@ -224,7 +227,8 @@ def read_completions(path: str | Path) -> dict[str, list[str]]:
                         f"{path}, line {number}: expected a JSON object with a task_id and a "
                         f"completion string ({error})."
                     ) from error
-                completions.setdefault(task_id, []).append(completion)
+                if only is None or task_id in only:
+                    completions.setdefault(task_id, []).append(completion)
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"Cannot read the completion file {path}: {error}") from error
     if not completions:

@@ -91,13 +91,19 @@ def log_dir_of(command: list[str]) -> str:
 def logs_of_run(log_dir: str, key: str) -> list[tuple[str, EvalLog]]:
     """The logs in `log_dir` (not its subfolders) that record the run `key` (`heval_run`), each
     with its header."""
+    return logs_by_run(log_dir).get(key, [])
+
+
+def logs_by_run(log_dir: str) -> dict[str, list[tuple[str, EvalLog]]]:
+    """The logs in `log_dir` (not its subfolders) that record a run (`heval_run`), each with its
+    header, by run: one pass over the folder for a command that looks up many runs."""
     if "://" not in log_dir and not Path(log_dir).is_dir():
-        return []
-    found = []
+        return {}
+    found: dict[str, list[tuple[str, EvalLog]]] = {}
     for info in list_eval_logs(log_dir, recursive=False):
         header = read_eval_log(info.name, header_only=True)
-        if (header.eval.metadata or {}).get(RUN_KEY) == key:
-            found.append((info.name, header))
+        if key := (header.eval.metadata or {}).get(RUN_KEY):
+            found.setdefault(key, []).append((info.name, header))
     return found
 
 

@@ -97,7 +97,8 @@ def problem_id(task_id: str) -> str:
     return match.group(0) if match else task_id
 
 
-def _problem_of(sample: Sample) -> str:
+def problem_of(sample: Sample) -> str:
+    """The HumanEval problem a sample was cut from: what shards keep together."""
     return problem_id(str(sample.id))
 
 
@@ -291,7 +292,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
         version=task_version(version),
         metadata=eval_metadata(version, data_files, sandbox, timeout, memory_limit, fim),
     )
-    return apply_shard(task, parse_shard(arguments.shard), _problem_of)
+    return apply_shard(task, parse_shard(arguments.shard), problem_of)
 
 
 def dataset_name(files: list[ProblemFile]) -> str:
