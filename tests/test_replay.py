@@ -9,10 +9,12 @@ from heval_inspect.data import (
     EXAMPLE_PROBLEMS,
     EXAMPLE_SAMPLES,
     DataError,
+    count_completions,
     official_path,
     read_completions,
 )
 from heval_inspect.export import export_results
+from heval_inspect.solvers import replay
 from heval_inspect.tasks import humaneval, humaneval_infilling
 
 
@@ -26,6 +28,14 @@ def test_completion_file_groups_rows_by_task_in_order():
     completions = read_completions(official_path(EXAMPLE_SAMPLES))
     assert list(completions) == ["test/0"] and len(completions["test/0"]) == 10
     assert completions["test/0"][7] == "    return "
+    assert count_completions(official_path(EXAMPLE_SAMPLES)) == {"test/0": 10}
+
+
+def test_a_completion_file_can_be_read_for_some_tasks_only(tmp_path):
+    rows = [{"task_id": t, "completion": f"{t}{n}"} for n in (1, 2) for t in "abc"]
+    path = write_rows(tmp_path / "s.jsonl", rows)
+    assert read_completions(path, only={"c", "a"}) == {"a": ["a1", "a2"], "c": ["c1", "c2"]}
+    assert count_completions(path) == {"a": 2, "b": 2, "c": 2}
 
 
 @pytest.mark.parametrize(
@@ -37,11 +47,12 @@ def test_completion_file_groups_rows_by_task_in_order():
         ('{"task_id": "HumanEval/0", "completion": 3}\n', "completion string"),
     ],
 )
-def test_malformed_completion_file_names_line_and_problem(tmp_path, content, problem):
+@pytest.mark.parametrize("reader", [read_completions, count_completions, replay])
+def test_malformed_completion_file_names_line_and_problem(tmp_path, content, problem, reader):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
     with pytest.raises(DataError, match=problem):
-        read_completions(path)
+        reader(str(path))  # the replay solver: when it is made, before any sample
 
 
 @pytest.mark.data

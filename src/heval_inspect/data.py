@@ -18,7 +18,8 @@ import json
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Collection, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,16 +203,12 @@ def read_problems(path: str | Path) -> list[dict]:
     return records
 
 
-def read_completions(
-    path: str | Path, only: Collection[str] | None = None
-) -> dict[str, list[str]]:
-    """Completions in the reference harness's format, per task id in file order; `only`: of
-    these task ids alone (the others are read, checked and dropped).
+def completion_rows(path: str | Path) -> Iterator[tuple[str, str]]:
+    """(task id, completion) of each line of a completion file in the reference harness's format.
 
     One JSON object per line, {"task_id": ..., "completion": ...}; several lines for one task are
     its samples 1, 2, ... (epochs, for pass@k).
     """
-    completions: dict[str, list[str]] = {}
     try:
         with open(path, encoding="utf-8") as lines:
             for number, line in enumerate(lines, start=1):
@@ -227,10 +224,30 @@ def read_completions(
                         f"{path}, line {number}: expected a JSON object with a task_id and a "
                         f"completion string ({error})."
                     ) from error
-                if only is None or task_id in only:
-                    completions.setdefault(task_id, []).append(completion)
+                yield task_id, completion
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"Cannot read the completion file {path}: {error}") from error
+
+
+def read_completions(
+    path: str | Path, only: Collection[str] | None = None
+) -> dict[str, list[str]]:
+    """The completions of a file per task id, in file order; `only`: of these task ids alone
+    (the others are read, checked and dropped)."""
+    completions: dict[str, list[str]] = {}
+    for task_id, completion in completion_rows(path):
+        if only is None or task_id in only:
+            completions.setdefault(task_id, []).append(completion)
+    return _not_empty(completions, path)
+
+
+def count_completions(path: str | Path) -> dict[str, int]:
+    """How many completions a file has for each task id, in file order (the file checked as
+    `read_completions` checks it, its text not kept)."""
+    return _not_empty(dict(Counter(task_id for task_id, _ in completion_rows(path))), path)
+
+
+def _not_empty(completions: dict[str, Any], path: str | Path) -> dict[str, Any]:
     if not completions:
         raise DataError(f"The completion file {path} holds no completions.")
     return completions

@@ -4,7 +4,7 @@ from inspect_ai.model import ChatMessageAssistant, ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from . import prompts
-from .data import problem_for, read_completions
+from .data import count_completions, problem_for, read_completions
 from .extract import middle_from_chat, middle_from_fim
 
 # Where a solver leaves the code for the gap, for the scorer to insert as is.
@@ -76,9 +76,14 @@ def replay(samples: str) -> Solver:
             (The task argument `-T samples=FILE` also sets the epochs and checks the file against
             the task's problems before anything runs.)
     """
-    completions = read_completions(samples)
+    count_completions(samples)  # a missing or malformed file stops the run before it starts
+    completions: dict[str, list[str]] = {}
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        # Read at the first sample, not when the solver is made: a task made for its header and
+        # samples alone (`heval-inspect score`) does not hold the whole file.
+        if not completions:
+            completions.update(read_completions(samples))
         answers = completions.get(str(state.sample_id))
         if not answers:
             raise ValueError(f"{samples} has no completion for task {state.sample_id}.")

@@ -28,9 +28,9 @@ from .data import (
     HUMANEVAL,
     SUBSETS,
     ProblemFile,
+    count_completions,
     open_official,
     open_problems,
-    read_completions,
     remember,
     sha256_of,
 )
@@ -310,7 +310,7 @@ def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sam
     Checked before anything runs: every task id must belong to the task, and every task must have
     completions unless `partial` (then only the tasks present are scored).
     """
-    completions = read_completions(path)
+    completions = count_completions(path)
     known = {str(sample.id) for sample in samples}
     unknown = [task_id for task_id in completions if task_id not in known]
     if unknown:
@@ -327,7 +327,7 @@ def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sam
             f"{', '.join(missing[:3])}. Add them, or pass -T partial=true to score only the "
             f"{len(samples) - len(missing)} tasks it has."
         )
-    counts = sorted({len(answers) for answers in completions.values()})
+    counts = sorted(set(completions.values()))
     if len(counts) > 1:
         logger.warning(
             f"{path}: tasks have from {counts[0]} to {counts[-1]} completions; scoring the first "
