@@ -163,7 +163,7 @@ async def _run_logs(
         # This log's completions alone: memory does not grow with the file either.
         completions = read_completions(samples, only={str(sample.id) for sample in task.dataset})
         arguments = TaskArguments(
-            samples=samples, **{key: value for key, value in shard_args.items() if key in _COMMON}
+            samples=samples, **{arg: value for arg, value in shard_args.items() if arg in _COMMON}
         )
         interrupted = [log for log, _ in earlier]
         logs.append(
