@@ -296,6 +296,16 @@ def test_a_run_larger_than_one_log_writes_shards_whose_report_is_the_whole_runs(
     assert sorted(rerun.stdout.split()) == sorted(scored.stdout.split())
     assert rerun.stderr.count("already has a successful log") == 4
     assert "programs in" not in rerun.stderr
+    # With one log missing (its run stopped before it, or the log was lost), that shard alone runs.
+    Path(third).unlink()
+    resumed = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
+    assert resumed.stderr.count("already has a successful log") == 3
+    assert resumed.stderr.count("programs in") == 1
+    [new_third] = set((tmp_path / "score").glob("*.eval")) - {Path(log) for log in logs}
+    assert read_eval_log(str(new_third), header_only=True).eval.task_args["shard"] == "3/4"
+    assert report_figures(build_report([str(tmp_path / "score")])) == report_figures(
+        build_report([str(two_logs["eval"])])
+    )
 
 
 @pytest.mark.data
