@@ -82,9 +82,10 @@ def main(argv: list[str] | None = None) -> int:
             "Runs every completion's program in the pool sandbox, as many at a time as it has "
             "containers, through the task's own scorer, and writes the Inspect log that `inspect "
             "eval TASK --model none -T samples=FILE` writes (inspect view, evals_df, export and "
-            "report read it alike), flushed to the file as it goes. Run again after an "
-            "interruption, it takes over the samples the interrupted log holds and scores the "
-            "rest."
+            "report read it alike), flushed to the file as it goes; a run of more than "
+            "--samples-per-log samples writes the logs of its shards (-T shard=i/m), one after "
+            "the other. Run again after an interruption, it takes over the samples the "
+            "interrupted log holds and scores the rest."
         ),
     )
     score.add_argument(
