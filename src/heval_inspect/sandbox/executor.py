@@ -247,8 +247,11 @@ PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)  # looked up once, not in each program's process
+
+
 def _prctl(option: int, value: int) -> None:
-    if ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) != 0:
+    if _LIBC.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
 
 
@@ -293,7 +296,7 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
         for source, target in ((null, 0), (fds["stdout"], 1), (fds["stderr"], 2)):
             os.dup2(source, target)
         os.closerange(3, 65536)
-        errors = open(2, "w", closefd=False, errors="backslashreplace")  # noqa: SIM115
+        errors = open  # the program's traceback goes to fd 2 through it (made only if needed)
         sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO(1)
         # A safety net only: the executor ends the program on its own time first (see run).
         cpu = math.ceil(request["seconds"] + KILL_AFTER_ALARM_SECONDS) + 1
@@ -304,8 +307,7 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
             (resource.RLIMIT_CORE, (0, 0)),
         ):
             resource.setrlimit(limit, value)
-        os.environ.clear()
-        os.environ.update(CHILD_ENVIRONMENT | {"HOME": request["scratch"]})
+        os.environ["HOME"] = request["scratch"]  # the rest is the warden's: CHILD_ENVIRONMENT
         for module, names in REFERENCE_DISABLED.items():
             for name in names:
                 setattr(module, name, None)
@@ -329,7 +331,7 @@ def _at_depth(depth: int, function):
     return function() if frames >= depth else _at_depth(depth, function)
 
 
-def _execute(program: str, nonce: str, report, errors) -> bool:
+def _execute(program: str, nonce: str, report, open_errors) -> bool:
     """Run the program and report how it ended; whether it returned normally."""
     print_exception = traceback.print_exc
     try:
@@ -340,6 +342,7 @@ def _execute(program: str, nonce: str, report, errors) -> bool:
         report(b"T")
     except BaseException as error:  # noqa: BLE001  (as the reference: any exception fails)
         try:
+            errors = open_errors(2, "w", closefd=False, errors="backslashreplace")
             print_exception(file=errors)
             errors.flush()
         except BaseException:  # noqa: BLE001, S110  (the program may have closed stderr)
@@ -393,6 +396,10 @@ def _warden(control: socket.socket, place) -> None:
         for low, high in zip([2, *kept], [*kept, 65536], strict=True):
             os.closerange(low + 1, high)
         scheduling = os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)
+        # The programs' environment, set once here rather than in each program's process (every
+        # page a forked process writes to is copied for it: most of what a program costs).
+        os.environ.clear()
+        os.environ.update(CHILD_ENVIRONMENT)
         program = {"main": 0, "ended": False, "ending": False, "decoy": []}
 
         def end() -> None:
@@ -574,33 +581,57 @@ class Decoy:
 # ---- Where programs run: the container, or (unsafe) this machine ------------------------------
 
 
-def _read_counter(path: str, key: str | None) -> int | None:
+def _kept_open(path: str) -> int | None:
+    """A kernel file opened once, to be read again and again (`_read_whole`); None if absent."""
     try:
-        with open(path, "rb") as counters:
-            text = counters.read().decode()
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+
+
+def _read_whole(fd: int) -> bytes:
+    """A kernel file kept open, as it is now: each read from its start makes it anew, without
+    the open and close per read that would cost each program a few more system calls."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 65536, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _counter_value(text: bytes, key: bytes | None) -> int | None:
     if key is None:
         return int(text)
     for line in text.splitlines():
-        name, _, value = line.partition(" ")
+        name, _, value = line.partition(b" ")
         if name == key:
             return int(value)
     return None
 
 
 class Counter:
-    """The first of several places a kernel counter may be found (cgroup v2, then v1); 0 where
-    none is."""
+    """The first of several places a kernel counter may be found (cgroup v2, then v1), kept
+    open; 0 where none is."""
 
     def __init__(self, candidates) -> None:
-        self.found = next((c for c in candidates if _read_counter(*c[:2]) is not None), None)
+        self.fd, self.key, self.unit = None, None, 1.0
+        for path, key, *unit in candidates:
+            fd = _kept_open(path)
+            if fd is None:
+                continue
+            key = key and key.encode()
+            try:
+                if _counter_value(_read_whole(fd), key) is not None:
+                    self.fd, self.key, self.unit = fd, key, (unit[0] if unit else 1)
+                    return
+            except (OSError, ValueError):
+                pass
+            os.close(fd)
 
     def read(self) -> float:
-        if self.found is None:
+        if self.fd is None:
             return 0
-        path, key, *unit = self.found
-        return (_read_counter(path, key) or 0) * (unit[0] if unit else 1)
+        return (_counter_value(_read_whole(self.fd), self.key) or 0) * self.unit
 
 
 def _processes():
@@ -648,28 +679,22 @@ def _entries(area: str) -> list[str]:
         return []
 
 
-def _sockets() -> int:
+def _sockets(sockstat: int | None) -> int:
+    if sockstat is None:
+        return 0
     counts = {}
     try:
-        with open("/proc/net/sockstat") as lines:
-            for line in lines:
-                name, *fields = line.split()
-                counts |= {(name, key): int(value) for key, value in zip(fields[::2], fields[1::2])}
+        for line in _read_whole(sockstat).decode().splitlines():
+            name, *fields = line.split()
+            counts |= {(name, key): int(value) for key, value in zip(fields[::2], fields[1::2])}
     except (OSError, ValueError):
         return 0
     return sum(counts.get(counter, 0) for counter in SOCKET_COUNTERS)
 
 
-def _table_rows(tables) -> int:
+def _table_rows(tables: list[int]) -> int:
     """Rows of /proc tables with a header line: System V IPC objects."""
-    rows = 0
-    for table in tables:
-        try:
-            with open(table, "rb") as lines:
-                rows += max(0, len(lines.read().splitlines()) - 1)
-        except OSError:
-            pass
-    return rows
+    return sum(max(0, _read_whole(table).count(b"\n") - 1) for table in tables)
 
 
 class InContainer:
@@ -687,6 +712,8 @@ class InContainer:
         self.tasks = Counter(CGROUP_PIDS)
         self.shmem = Counter(CGROUP_SHMEM)
         self.oom_kills = Counter(CGROUP_OOM_KILLS).read
+        self.sockstat = _kept_open("/proc/net/sockstat")
+        self.ipc_tables = [fd for fd in map(_kept_open, SYSV_IPC_TABLES) if fd is not None]
         self.kill = ctypes.CDLL(None).kill  # looked up now: ending programs allocates nothing
         self.decoy = Decoy()
         self.decoy.start()
@@ -697,7 +724,7 @@ class InContainer:
         decoy, the warden and the socket pair between them."""
         self.baseline = {
             "processes": self.tasks.read(),
-            "sockets": _sockets(),
+            "sockets": _sockets(self.sockstat),
             "shared memory bytes": self.shmem.read(),
         }
 
@@ -738,7 +765,7 @@ class InContainer:
 
     def clean(self, paths: list[str]) -> None:
         _empty([path for area in SCRATCH_AREAS for path in _entries(area)])
-        if _table_rows(SYSV_IPC_TABLES):
+        if _table_rows(self.ipc_tables):
             # Only an object's owner may remove it: remove the programs' as their user.
             subprocess.run(
                 ["ipcrm", "--all"],
@@ -759,7 +786,7 @@ class InContainer:
         while True:
             found = {
                 "processes": self.tasks.read(),
-                "sockets": _sockets(),
+                "sockets": _sockets(self.sockstat),
                 "shared memory bytes": self.shmem.read(),
             }
             excess = {what: max(0, int(found[what] - self.baseline[what])) for what in found}
@@ -768,7 +795,7 @@ class InContainer:
             time.sleep(0.01)
         return excess | {
             "scratch entries": sum(len(_entries(area)) for area in SCRATCH_AREAS),
-            "System V IPC objects": _table_rows(SYSV_IPC_TABLES),
+            "System V IPC objects": _table_rows(self.ipc_tables),
         }
 
 
