@@ -3,8 +3,11 @@ what the package relies on: these fail loudly when an Inspect release moves or c
 EvalRecorder is held to it by tests/test_batch.py: the log it writes is the one `inspect eval`
 writes, field by field (CI runs it with the lowest Inspect too)."""
 
+import io
+import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,12 @@ from inspect_ai.util import SandboxEnvironment
 
 from heval_inspect import humaneval, reference
 from heval_inspect.errors import DataError, TaskArgumentError
-from heval_inspect.inspect_internals import LocalSandboxEnvironment, PrerequisiteError
+from heval_inspect.inspect_internals import (
+    LocalSandboxEnvironment,
+    PrerequisiteError,
+    inspect_zipfile,
+    log_compression_in_one_thread,
+)
 
 
 def test_our_user_errors_are_printed_by_inspects_cli_as_one_message_without_a_traceback(tmp_path):
@@ -43,3 +51,19 @@ def test_the_local_sandbox_is_told_apart_and_runs_the_executor_on_this_machine(t
     )
     assert log.status == "success", log.error
     assert [s.scores["unit_tests"].metadata["verdict"] for s in log.samples] == ["passed"] * 2
+
+
+def test_log_entries_are_compressed_in_the_writing_thread_once_asked(monkeypatch):
+    # Restored after the test: the setting is the process's.
+    monkeypatch.setattr(inspect_zipfile, "_ZSTD_THREADS", inspect_zipfile._ZSTD_THREADS)
+
+    def threads_while_an_entry_is_written() -> int:
+        with zipfile.ZipFile(io.BytesIO(), "w", **inspect_zipfile.zipfile_compress_kwargs) as log:
+            with log.open("sample.json", "w") as entry:
+                entry.write(b'{"a": 1}' * 1000)
+                return len(os.listdir("/proc/self/task"))
+
+    threads = len(os.listdir("/proc/self/task"))
+    assert threads_while_an_entry_is_written() > threads  # Inspect's default: a pool per entry
+    log_compression_in_one_thread()
+    assert threads_while_an_entry_is_written() == threads

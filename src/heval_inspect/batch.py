@@ -51,7 +51,7 @@ from inspect_ai.scorer import Score
 
 from .data import problem_for, read_completions
 from .errors import TaskArgumentError
-from .inspect_internals import EvalRecorder
+from .inspect_internals import EvalRecorder, log_compression_in_one_thread
 from .parallel import logs_by_run
 from .sandbox.pool import standalone_pool
 from .schema import PASSED, RUN_KEY, SCORER
@@ -106,6 +106,7 @@ def score_completions(
     if samples_per_log < 1:
         raise TaskArgumentError(f"--samples-per-log {samples_per_log}: give 1 or more.")
     whole = function(samples=samples, **{k: v for k, v in task_args.items() if k != "shard"})
+    log_compression_in_one_thread()  # a log entry per sample: see inspect_internals
     shards = log_shards(whole, task_args.get("shard"), samples_per_log)
     return asyncio.run(
         _run_logs(function, whole, task_name, samples, task_args, shards, log_dir,

@@ -15,8 +15,16 @@ fails loudly when either of these stops behaving as relied on here.
   its time grows with the square of the samples (it looks for an earlier copy of each sample
   among all those before it): 16 s for 4,000 samples here, against about 5 ms per sample for
   the programs themselves.
+- `log_compression_in_one_thread`: Inspect's writer compresses each sample of a .eval log with a
+  zstd compressor of 12 threads (`inspect_ai._util.zipfile._ZSTD_THREADS`), made anew for each
+  entry: for a sample of a few KB, starting those threads costs about 0.8 ms of CPU, against
+  0.04 ms in one thread (benchmarks/throughput.py's docs, docs/benchmarks.md). The log reads the
+  same either way (a zstd frame is a zstd frame).
 """
 
+from inspect_ai._util import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+    zipfile as inspect_zipfile,
+)
 from inspect_ai._util.error import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     PrerequisiteError,
 )
@@ -27,4 +35,19 @@ from inspect_ai.util._sandbox.local import (  # inspect-evals-lint: ignore[priva
     LocalSandboxEnvironment,
 )
 
-__all__ = ["EvalRecorder", "LocalSandboxEnvironment", "PrerequisiteError"]
+
+def log_compression_in_one_thread() -> None:
+    """Have this process's .eval writer compress each log entry in the calling thread: for the
+    many small entries of `heval-inspect score` (one per sample), a compressor's threads cost
+    more than they save. For this process only: `inspect eval` is left as Inspect makes it."""
+    if not hasattr(inspect_zipfile, "_ZSTD_THREADS"):
+        raise RuntimeError("Inspect no longer has inspect_ai._util.zipfile._ZSTD_THREADS")
+    inspect_zipfile._ZSTD_THREADS = 0
+
+
+__all__ = [
+    "EvalRecorder",
+    "LocalSandboxEnvironment",
+    "PrerequisiteError",
+    "log_compression_in_one_thread",
+]
