@@ -20,6 +20,8 @@ import asyncio
 import os
 import time
 
+from throughput import machine_cpu_seconds  # this folder's: the same measure as its runs
+
 from heval_inspect.sandbox.pool import standalone_pool
 
 PROGRAM = "def check(candidate):\n    pass\n\ncheck(None)\n"
@@ -31,13 +33,6 @@ REQUEST = {
     "file_bytes": 1 << 24,
 }
 WARM_UP = 20
-
-
-def machine_cpu_seconds() -> float:
-    """CPU time of every processor since boot, idle and waiting for I/O left out."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def own_cpu_seconds() -> float:

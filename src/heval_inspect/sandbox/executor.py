@@ -296,7 +296,7 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
         for source, target in ((null, 0), (fds["stdout"], 1), (fds["stderr"], 2)):
             os.dup2(source, target)
         os.closerange(3, 65536)
-        errors = open  # the program's traceback goes to fd 2 through it (made only if needed)
+        open_errors = open  # the program's traceback goes to fd 2 through it (only if needed)
         sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO(1)
         # A safety net only: the executor ends the program on its own time first (see run).
         cpu = math.ceil(request["seconds"] + KILL_AFTER_ALARM_SECONDS) + 1
@@ -317,7 +317,7 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
         # exception it raises can be caught by the program (a bare `except:` around a loop).
         signal.signal(signal.SIGALRM, _raise_timeout)
         program = request["program"]
-        if _at_depth(REFERENCE_FRAME_DEPTH, lambda: _execute(program, nonce, report, errors)):
+        if _at_depth(REFERENCE_FRAME_DEPTH, lambda: _execute(program, nonce, report, open_errors)):
             code = 0
     finally:
         exit_now(code)
@@ -714,7 +714,7 @@ class InContainer:
         self.oom_kills = Counter(CGROUP_OOM_KILLS).read
         self.sockstat = _kept_open("/proc/net/sockstat")
         self.ipc_tables = [fd for fd in map(_kept_open, SYSV_IPC_TABLES) if fd is not None]
-        self.kill = ctypes.CDLL(None).kill  # looked up now: ending programs allocates nothing
+        self.kill = _LIBC.kill  # looked up now: ending programs allocates nothing
         self.decoy = Decoy()
         self.decoy.start()
         self.baseline: dict[str, float] = {}
