@@ -248,6 +248,34 @@ def test_programs_do_not_share_the_modules_the_executor_loaded(tmp_path, monkeyp
     assert len({*draws, f"failed: {random.Random(0).random()!r}"}) == 3, draws
 
 
+# The executor loads `threading` without its reset after a fork (its processes have one thread)
+# and registers the reset again in each program's process: a program sees one thread, and the
+# child of a program that forks sees only the thread that forked, as in any Python process.
+THREADS_ACROSS_A_FORK = """
+import os, posix, threading
+assert threading.current_thread() is threading.main_thread(), 'not the main thread'
+assert threading.active_count() == 1, threading.enumerate()
+stop = threading.Event()
+worker = threading.Thread(target=stop.wait)
+worker.start()
+child = posix.fork()
+if child == 0:
+    os._exit(0 if threading.active_count() == 1 and not worker.is_alive() else 3)
+stop.set()
+worker.join()
+assert os.waitpid(child, 0)[1] == 0, 'the forked child still counts its parent thread'
+"""
+
+
+def test_threads_are_as_in_any_process_in_programs_and_their_forks(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
+    probes = {f"threads {n}": THREADS_ACROSS_A_FORK for n in range(2)}
+    log = run(
+        humaneval_infilling(problem_file=probe_file(tmp_path, probes)), tmp_path, solver=reference()
+    )
+    assert set(verdicts(log).values()) == {"passed"}, verdicts(log)
+
+
 def test_programs_cannot_signal_their_executor_or_container(tmp_path, monkeypatch):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
     probes = {

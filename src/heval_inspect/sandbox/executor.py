@@ -68,6 +68,7 @@ entries, IPC objects, shared memory and sockets as before any program. What is n
 answer's `residue`; the pool replaces a container whose residue is not empty.
 """
 
+import _signal
 import builtins
 import ctypes
 import gc
@@ -83,11 +84,24 @@ import shutil
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import time
 import traceback
+
+# `threading` (which `subprocess` loads) resets its state in every process forked after it loads,
+# and that reset writes to about 130 pages the fork shares with its parent: half a millisecond of
+# each program here. This process and its warden never start a thread, so the state the reset
+# would rebuild in their forks is the one they have: they load it without the reset, and each
+# program's process registers it again for the processes the program forks itself (_program), as
+# the reference's workers have it.
+_register_at_fork = os.register_at_fork
+del os.register_at_fork
+try:
+    import subprocess
+    import threading
+finally:
+    os.register_at_fork = _register_at_fork
 
 # What the reference harness's `reliability_guard` disables before it runs a program. Disabled here
 # too, so a completion that calls, say, `os.system` or `exit` fails here as it fails there (with
@@ -284,9 +298,12 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
 
     code = 1
     try:
-        signal.set_wakeup_fd(-1)  # the warden's: the program starts with Python's defaults
-        for number in (signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(number, signal.SIG_DFL)
+        # Through `_signal`, the C functions `signal`'s wrap: the wrappers turn the handler they
+        # replace into an enum, code that writes to some 80 pages the first time it runs in a
+        # process (each program's: 0.3 ms of it).
+        _signal.set_wakeup_fd(-1)  # the warden's: the program starts with Python's defaults
+        for number in (_signal.SIGCHLD, _signal.SIGTERM):
+            _signal.signal(number, _signal.SIG_DFL)
         os.setsid()
         place.become_program(request["scratch"])
         _prctl(PR_SET_DUMPABLE, 1)  # the program's own /proc entries behave as usual (see main)
@@ -308,6 +325,7 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
         ):
             resource.setrlimit(limit, value)
         os.environ["HOME"] = request["scratch"]  # the rest is the warden's: CHILD_ENVIRONMENT
+        os.register_at_fork(after_in_child=threading._after_fork)  # see the imports
         for module, names in REFERENCE_DISABLED.items():
             for name in names:
                 setattr(module, name, None)
@@ -315,7 +333,7 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
             sys.modules[module] = None
         # The executor sends SIGALRM when the program's time is up; as in the reference, the
         # exception it raises can be caught by the program (a bare `except:` around a loop).
-        signal.signal(signal.SIGALRM, _raise_timeout)
+        _signal.signal(_signal.SIGALRM, _raise_timeout)
         program = request["program"]
         if _at_depth(REFERENCE_FRAME_DEPTH, lambda: _execute(program, nonce, report, open_errors)):
             code = 0
