@@ -102,6 +102,9 @@ try:
     import threading
 finally:
     os.register_at_fork = _register_at_fork
+# The reset itself, private to CPython's `threading`: under a Python without it, the forks of a
+# program have none (only a program that forks after starting threads could tell).
+THREADING_RESET = getattr(threading, "_after_fork", None)
 
 # What the reference harness's `reliability_guard` disables before it runs a program. Disabled here
 # too, so a completion that calls, say, `os.system` or `exit` fails here as it fails there (with
@@ -331,7 +334,8 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
         ):
             resource.setrlimit(limit, value)
         os.environ["HOME"] = request["scratch"]  # the rest is the warden's: CHILD_ENVIRONMENT
-        os.register_at_fork(after_in_child=threading._after_fork)  # see the imports
+        if THREADING_RESET:  # see the imports
+            os.register_at_fork(after_in_child=THREADING_RESET)
         for module, names in REFERENCE_DISABLED.items():
             for name in names:
                 setattr(module, name, None)
