@@ -457,15 +457,20 @@ async def standalone_pool() -> PoolSandboxEnvironment:
     and removed when the loop ends (see `_serve_standalone`)."""
     loop = asyncio.get_running_loop()
     if loop not in _STANDALONE:
-        started: asyncio.Future[Pool] = loop.create_future()
+        started: asyncio.Future[PoolSandboxEnvironment] = loop.create_future()
         _STANDALONE[loop] = (started, loop.create_task(_serve_standalone(started)))
-    return PoolSandboxEnvironment(await asyncio.shield(_STANDALONE[loop][0]))
+    started = _STANDALONE[loop][0]
+    # Once started, the same environment for every program (`heval-inspect score` asks for it
+    # once a program): it holds nothing of any one program.
+    return started.result() if started.done() else await asyncio.shield(started)
 
 
-_STANDALONE: dict[asyncio.AbstractEventLoop, tuple[asyncio.Future[Pool], asyncio.Task]] = {}
+_STANDALONE: dict[
+    asyncio.AbstractEventLoop, tuple[asyncio.Future[PoolSandboxEnvironment], asyncio.Task]
+] = {}
 
 
-async def _serve_standalone(started: asyncio.Future[Pool]) -> None:
+async def _serve_standalone(started: asyncio.Future[PoolSandboxEnvironment]) -> None:
     """Start a pool and keep it until this task is cancelled, as asyncio does with the tasks
     left when its loop ends: then the pool is stopped while the loop can still wait for it."""
     try:
@@ -474,7 +479,7 @@ async def _serve_standalone(started: asyncio.Future[Pool]) -> None:
     except Exception as error:
         started.set_exception(error)
         raise
-    started.set_result(pool)
+    started.set_result(PoolSandboxEnvironment(pool))
     try:
         await asyncio.Event().wait()
     finally:
