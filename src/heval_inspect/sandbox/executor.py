@@ -927,10 +927,20 @@ class Run:
         drained: the time limit, the out-of-memory killer, and reading what comes."""
         request = self.request
         deadline = self.started + request["wall_seconds"]
+        # Neither measure of the program's time below grows faster than the machine's CPUs
+        # together (its own time no faster than the wall clock, the container's CPU time no
+        # faster than all the CPUs at once): before this, neither can have reached the limit, and
+        # they are not read (most programs end long before it).
+        first_reading = self.started + request["seconds"] / (os.cpu_count() or 1)
         drained_by = math.inf
         while True:
             now = time.monotonic()
-            if self.main and self.main_status is None and self.ending is None:
+            if (
+                now >= first_reading
+                and self.main
+                and self.main_status is None
+                and self.ending is None
+            ):
                 # The program's time: its main thread's wall-clock time less its waits for a
                 # CPU, or the CPU used in the container since it started, whichever is more.
                 own = max(
