@@ -17,10 +17,11 @@ Workloads:
              shuffle of them, from every subset);
   multiline5 a fixed 1,000-task multi-line subset with 5 completions each: canonical, empty,
              `pass`, an infinite loop, and `return None`.
-  ending5    every infilling task with 5 completions that all end soon (43,260 programs):
+  ending5    every infilling task with 5 completions meant to end soon (43,260 programs):
              canonical, empty, `raise ValueError`, `return None`, and a syntax error. The
-             programs of multiline5 at the whole set's scale, less the loops, whose time limits
-             alone would take 3.6 hours on 2 cores.
+             programs of multiline5 at the whole set's scale, less the written loops, whose time
+             limits alone would take 3.6 hours on 2 cores (an empty middle still leaves about 160
+             loops without their step, which time out: about 4 minutes on 2 cores).
 
 Prints wall time, CPU time and peak RSS of each process (the eval process's own CPU, that of the
 `docker` clients it starts, and the whole machine's, which includes the Docker daemon and the
@@ -101,8 +102,8 @@ def five_variants(record: dict) -> list[dict]:
 
 
 def ending_variants(record: dict) -> list[dict]:
-    """Completion rows that all end soon: canonical, empty, a raise, `return None`, a syntax
-    error."""
+    """Completion rows meant to end soon: canonical, empty, a raise, `return None`, a syntax
+    error (an empty middle can leave a loop without its step)."""
     canonical = record["canonical_solution"]
     indent = canonical[: len(canonical) - len(canonical.lstrip(" \t"))] or "    "
     variants = [
