@@ -214,6 +214,8 @@ REPORT_TEXT_BYTES = 2000
 ERROR_NAME_CHARACTERS = 200
 REPORT_BYTES = 4096
 POLL_SECONDS = 0.02
+# The machine's CPUs, read once (glibc reads /sys for it on every call): no program can use more.
+CPUS = os.cpu_count() or 1
 # A pipe whose last read brought fewer bytes than this is read again at the next poll, not as
 # soon as it has more: a program writing a byte at a time costs the executor POLL_SECONDS'
 # worth of reads, not one read per byte.
@@ -931,7 +933,7 @@ class Run:
         # together (its own time no faster than the wall clock, the container's CPU time no
         # faster than all the CPUs at once): before this, neither can have reached the limit, and
         # they are not read (most programs end long before it).
-        first_reading = self.started + request["seconds"] / (os.cpu_count() or 1)
+        first_reading = self.started + request["seconds"] / CPUS
         drained_by = math.inf
         while True:
             now = time.monotonic()
