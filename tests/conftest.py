@@ -9,6 +9,7 @@ import pytest
 CHROMIUM = os.environ.get("HEVAL_CHROMIUM") or shutil.which("chromium") or "chromium"
 
 
+@pytest.hookimpl(trylast=True)  # after `-m` has deselected what it deselects
 def pytest_collection_modifyitems(config, items):
     # Docker and browser tests must run for real: when they are selected and what they need is
     # missing, say so loudly instead of letting them skip.
