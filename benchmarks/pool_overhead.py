@@ -31,6 +31,7 @@ REQUEST = {
     "wall_seconds": 6.0,
     "memory_bytes": 1 << 30,
     "file_bytes": 1 << 24,
+    "tasks": 64,
 }
 WARM_UP = 20
 

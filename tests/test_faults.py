@@ -25,6 +25,7 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.solver import Generate, TaskState, solver
 
 from heval_inspect.sandbox import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER
+from heval_inspect.sandbox.executor import PROGRAM_UID_BASE
 from heval_inspect.sandbox.pool import PROJECT_PREFIX
 from heval_inspect.solvers import reference
 from heval_inspect.tasks import humaneval_infilling
@@ -110,7 +111,10 @@ def pool_containers() -> list[str]:
     return containers()
 
 
-PROGRAM_UID = "65534"  # the programs' user ("nobody"); the container's own processes are root's
+# Programs run as a uid of their container's own, from PROGRAM_UID_BASE up; the container's own
+# processes are root's.
+def is_programs_uid(uid: str) -> bool:
+    return uid.isdigit() and int(uid) >= PROGRAM_UID_BASE
 
 
 class WhenAProgramStarts(threading.Thread):
@@ -136,7 +140,7 @@ class WhenAProgramStarts(threading.Thread):
                     capture_output=True, text=True, check=False,
                 )  # fmt: skip
                 uids = [line.split()[1] for line in top.stdout.splitlines()[1:] if line.strip()]
-                if top.returncode == 0 and PROGRAM_UID in uids:
+                if top.returncode == 0 and any(map(is_programs_uid, uids)):
                     subprocess.run(["docker", *self.action(container)], check=True)
                     self.done = True
                     return
@@ -281,7 +285,8 @@ def test_an_executor_that_finds_residue_runs_no_further_program(tmp_path):
              "python3", "-I", "-c", EXECUTOR_SOURCE, "serve"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
-        limits = {"seconds": 10, "wall_seconds": 30, "memory_bytes": 1 << 30, "file_bytes": 1 << 20}
+        limits = {"seconds": 10, "wall_seconds": 30, "memory_bytes": 1 << 30, "file_bytes": 1 << 20,
+                  "tasks": 64}  # fmt: skip
         # The executor's stdin is one that the tests themselves write to, so the second request
         # is waiting there while the first runs, and none follows.
         for program in ("import time\ntime.sleep(4)", "print('ran')"):

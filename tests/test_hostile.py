@@ -453,7 +453,7 @@ def first(*paths):
     return next((int(text) for text in map(read, paths) if text.strip()), -1)
 me = str(posix.getpid())
 others = [p for p in os.listdir('/proc') if p.isdigit() and p != me]
-processes = sum(status(p, 'Uid:') == '65534' for p in others)
+processes = sum(status(p, 'Uid:') == str(posix.getuid()) for p in others)  # the programs' user's
 pids = first('/sys/fs/cgroup/pids/pids.current', '/sys/fs/cgroup/pids.current')
 rss_mib = sum(int(status(p, 'VmRSS:')) for p in others) // 1024
 here = posix.getcwd()  # this program's scratch folder; its report FIFO is named after it

@@ -22,6 +22,14 @@ WALL_CLOCK_FACTOR = 10
 DEFAULT_MEMORY_MIB = 1024
 CONTAINER_MEMORY_MIB = 1536
 FILE_BYTES = 16 << 20
+# The tasks (processes and threads) all of a container's programs may have at once (the kernel's
+# count of their uid, which is the container's own). With compose.yaml's open files per process,
+# it bounds what a container's programs hold of the machine's file table, under any runtime: the
+# container's own pids limit is larger, since gVisor's own threads count there.
+PROGRAM_TASKS = 64
+# Processes of the container's own besides its programs' (init, its main process, the executor,
+# its decoy and warden, and the short-lived ones the executor starts): at most this many.
+CONTAINER_OWN_TASKS = 8
 # Time for the executor itself (interpreter start, reaping, cleanup: a few seconds at most) beyond
 # the program's wall clock. An executor that has not answered by then is lost, and its container
 # is replaced.

@@ -16,6 +16,7 @@ from . import (
     EXECUTOR_SOURCE,
     EXECUTOR_USER,
     FILE_BYTES,
+    PROGRAM_TASKS,
     WALL_CLOCK_FACTOR,
 )
 from .pool import PoolSandboxEnvironment, standalone_pool
@@ -36,6 +37,7 @@ async def execute(
         "wall_seconds": wall_seconds,
         "memory_bytes": memory_mib << 20,
         "file_bytes": FILE_BYTES,
+        "tasks": PROGRAM_TASKS,
     }
     try:
         environment = sandbox()

@@ -4,7 +4,7 @@ This file is sent into the container as the source of `python3 -I -c` (the image
 ours baked in). A request is one JSON object:
 
     {"program": str, "seconds": float, "wall_seconds": float,
-     "memory_bytes": int, "file_bytes": int}
+     "memory_bytes": int, "file_bytes": int, "tasks": int}
 
 and its answer one JSON line: {"status": "passed" | "failed" | "timed out", "cause": str,
 "reason": str, "error": str, "returncode": int, "cpu_seconds": float, "wall_seconds": float,
@@ -169,24 +169,24 @@ class TimeoutException(Exception):  # the reference harness's name
 class WriteOnlyStringIO(io.StringIO):  # the reference harness's name: messages show it
     """The program's stdin, stdout and stderr (one object, as in the reference's `swallow_io`):
     reading fails with an empty OSError and `fileno` is unsupported, as there. What is written
-    goes to the executor's stdout pipe rather than into memory, so output cannot exhaust it; any
-    str is accepted, lone surrogates included, as the reference's StringIO accepts it."""
+    is counted (in UTF-8 bytes, the program's `stdout_bytes`) and dropped, as the reference
+    drops its StringIO: it is kept neither in memory, which output could exhaust, nor in a pipe,
+    which would make the program wait for the executor to drain it (on a busy machine, for a
+    CPU). Any str is accepted, lone surrogates included, as the reference's StringIO accepts
+    it."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._fd = fd
+        self.bytes_written = 0
 
     def write(self, text) -> int:
         if self.closed:
             raise ValueError("I/O operation on closed file.")
         if not isinstance(text, str):
             raise TypeError(f"string argument expected, got '{type(text).__name__}'")
-        data = text.encode("utf-8", "surrogatepass")
-        try:
-            while data:
-                data = data[os.write(self._fd, data) :]
-        except OSError:
-            pass  # the program closed its stdout: in the reference, writes never fail here
+        self.bytes_written += (
+            len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        )
         return len(text)
 
     def read(self, *args, **kwargs):
@@ -208,14 +208,21 @@ CHILD_ENVIRONMENT = {
     "OMP_NUM_THREADS": "1",
 }
 STDERR_TAIL_BYTES = 4096
+OUTPUT_COUNT = struct.Struct(">Q")
 # A report is one write to the FIFO, so it stays whole (PIPE_BUF, 4096 bytes): its length in two
-# bytes, then "P" + nonce, "T", or "F" + the exception's class name + NUL + its text.
+# bytes, then what the program wrote to sys.stdout and sys.stderr (bytes, in eight), then
+# "P" + nonce, "T", or "F" + the exception's class name + NUL + its text.
 REPORT_TEXT_BYTES = 2000
 ERROR_NAME_CHARACTERS = 200
 REPORT_BYTES = 4096
 POLL_SECONDS = 0.02
+# When a program's own time is first read (then at every poll): before this much wall-clock time
+# it cannot have reached any limit, and most programs have ended.
+FIRST_READING_SECONDS = 0.25
+GVISOR_READING_SECONDS = 0.1
 # The machine's CPUs, read once (glibc reads /sys for it on every call): no program can use more.
 CPUS = os.cpu_count() or 1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/<pid>/stat's times
 # A pipe whose last read brought fewer bytes than this is read again at the next poll, not as
 # soon as it has more: a program writing a byte at a time costs the executor POLL_SECONDS'
 # worth of reads, not one read per byte.
@@ -257,12 +264,19 @@ CGROUP_SHMEM = (
     ("/sys/fs/cgroup/memory.stat", "shmem"),
     ("/sys/fs/cgroup/memory/memory.stat", "total_shmem"),
 )
-# Programs run as "nobody", the user the image's Dockerfile names, at the lowest priority.
-PROGRAM_UID = PROGRAM_GID = 65534
+# Programs run at the lowest priority, as a kernel user of their container's own: every
+# container's processes share one kernel, whose per-user counters (pipe-buffer pages, inotify
+# instances, POSIX message-queue bytes, pending signals, in-flight file descriptors, epoll
+# watches) would otherwise be one budget for the programs of every container on the machine.
+# The uid is PROGRAM_UID_BASE plus the low bits of the container's pid namespace's inode number,
+# which the kernel gives no two live namespaces alike (`program_uid`): no two containers running
+# at once have the same. The range lies above those that systemd hands to containers (which
+# end at 0x6FFFFFFF) and below 2^31, which some programs treat as a negative uid.
+PROGRAM_UID_BASE = 0x70000000
 PROGRAM_NICE = 19
-# The warden's real uid while it ends a program: no process of the container has it, so with its
-# effective uid 65534 (and saved uid 0) the warden's kill(-1) reaches the programs' user only.
-WARDEN_UID = 65533
+# The real and saved uid of the process that ends a program (`_end_programs`): no process of the
+# container has it, so that no program can signal that process while it works.
+KILLER_UID = 65533
 # Memory the decoy holds, freed when the out-of-memory killer takes it: the executor's time to
 # end the program before the container runs out again.
 DECOY_BYTES = 256 << 20
@@ -295,15 +309,18 @@ def _raise_timeout(signum, frame) -> None:
 # ---- The program: the innermost process ------------------------------------------------------
 
 
-def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
+def _program(request: dict, nonce: str, errors_fd: int, place) -> None:
     """In the program's process: identity, limits, then the program, exactly as the reference's
-    `exec(check_program, {})`, reported through the report FIFO. Never returns."""
+    `exec(check_program, {})`, reported through the report FIFO. Never returns. File descriptor
+    1 is /dev/null (what the program writes through `sys.stdout` is counted and dropped: see
+    WriteOnlyStringIO); 2 is the executor's pipe, whose tail the verdict keeps."""
     # Kept before the program runs: it may replace what the module attributes point to.
-    open_fd, write, exit_now = os.open, os.write, os._exit
+    open_fd, write, exit_now, pack = os.open, os.write, os._exit, OUTPUT_COUNT.pack
     report_path = request["report"]
+    streams = WriteOnlyStringIO()
 
     def report(body: bytes) -> None:
-        body = body[: REPORT_BYTES - 2]
+        body = pack(streams.bytes_written) + body[: REPORT_BYTES - 2 - OUTPUT_COUNT.size]
         fifo = open_fd(report_path, os.O_WRONLY | os.O_NONBLOCK)
         write(fifo, len(body).to_bytes(2, "big") + body)
 
@@ -320,12 +337,12 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
         _prctl(PR_SET_DUMPABLE, 1)  # the program's own /proc entries behave as usual (see main)
         os.chdir(request["scratch"])
         sys.stdin.close()  # as in the reference's worker, where multiprocessing closed it
-        null = os.open(os.devnull, os.O_RDONLY)
-        for source, target in ((null, 0), (fds["stdout"], 1), (fds["stderr"], 2)):
+        null = os.open(os.devnull, os.O_RDWR)
+        for source, target in ((null, 0), (null, 1), (errors_fd, 2)):
             os.dup2(source, target)
         os.closerange(3, 65536)
         open_errors = open  # the program's traceback goes to fd 2 through it (only if needed)
-        sys.stdin = sys.stdout = sys.stderr = WriteOnlyStringIO(1)
+        sys.stdin = sys.stdout = sys.stderr = streams
         # A safety net only: the executor ends the program on its own time first (see run).
         cpu = math.ceil(request["seconds"] + KILL_AFTER_ALARM_SECONDS) + 1
         for limit, value in (
@@ -333,6 +350,9 @@ def _program(request: dict, nonce: str, fds: dict[str, int], place) -> None:
             (resource.RLIMIT_AS, (request["memory_bytes"],) * 2),
             (resource.RLIMIT_FSIZE, (request["file_bytes"],) * 2),
             (resource.RLIMIT_CORE, (0, 0)),
+            # All of the container's programs' tasks (processes and threads) together: the
+            # kernel counts them per uid, and the uid is the container's own.
+            (resource.RLIMIT_NPROC, (request["tasks"],) * 2),
         ):
             resource.setrlimit(limit, value)
         os.environ["HOME"] = request["scratch"]  # the rest is the warden's: CHILD_ENVIRONMENT
@@ -400,12 +420,34 @@ def _execute(program: str, nonce: str, report, open_errors) -> bool:
 # ---- The warden: every program's parent, and the reaper of everything it leads to -------------
 
 # Between the executor and its warden, on a unix socket. The executor sends "R" + the length of a
-# JSON request (4 bytes) + the request, with the program's stdout and stderr pipes attached, and
-# "K" to end the program at once. The warden answers "S" + the program's pid once it has started
-# it, "E" + its main process's wait status and CPU seconds when that ends, and "D" + whether the
-# warden's own scheduling was changed meanwhile, once every process of the program is gone.
-STARTED, ENDED, DONE = struct.Struct(">i"), struct.Struct(">idd"), struct.Struct(">?")
+# JSON request (4 bytes) + the request, with the program's stderr pipe attached, and "K" to end
+# the program at once. The warden answers "S" + the program's pid and the moment (monotonic
+# clock) it forked it, "E" + its main process's wait status and CPU seconds when that ends, and
+# "D" + whether any of the warden's own attributes (`_own_attributes`) differs from what it was
+# at its start, once every process of the program is gone.
+STARTED, ENDED, DONE = struct.Struct(">id"), struct.Struct(">idd"), struct.Struct(">?")
 RECEIVE_BYTES = 1 << 16
+# ioprio_get(2)'s system call number (Python has no wrapper), and its "this process" selector.
+SYS_IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
+IOPRIO_WHO_PROCESS = 1
+RESOURCE_LIMITS = sorted(
+    getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")
+)
+
+
+def _own_attributes() -> tuple:
+    """Everything about this process that another process could set, given the permission:
+    scheduling policy and priority, nice, CPU affinity, I/O priority, resource limits. The warden
+    compares them after every program: no program can reach it (it never shares a uid with
+    one: see `InContainer.end_programs`), and if one ever did, its container is replaced."""
+    return (
+        os.sched_getscheduler(0),
+        os.sched_getparam(0).sched_priority,
+        os.getpriority(os.PRIO_PROCESS, 0),
+        frozenset(os.sched_getaffinity(0)),
+        _LIBC.syscall(SYS_IOPRIO_GET, IOPRIO_WHO_PROCESS, 0) if SYS_IOPRIO_GET else None,
+        tuple(resource.getrlimit(limit) for limit in RESOURCE_LIMITS),
+    )
 
 
 def _warden(control: socket.socket, place) -> None:
@@ -414,7 +456,14 @@ def _warden(control: socket.socket, place) -> None:
     ran out of memory) or the executor says so, reap them all, and say so. Never returns."""
     code = 1
     try:
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        try:
+            _prctl(PR_SET_CHILD_SUBREAPER, 1)
+            # Not seen from here: processes that its programs' processes leave go to init.
+            container_processes: set[int] | None = None
+        except OSError:
+            # A kernel without child subreapers (gVisor's, as of 2022): orphans go to the
+            # container's init, which reaps them. The processes here now are the container's own.
+            container_processes = {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1):
             os.dup2(null, fd)  # the executor's request and answer streams are not the warden's
@@ -425,7 +474,7 @@ def _warden(control: socket.socket, place) -> None:
         kept = sorted({control.fileno(), woken, wake})
         for low, high in zip([2, *kept], [*kept, 65536], strict=True):
             os.closerange(low + 1, high)
-        scheduling = os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)
+        attributes = _own_attributes()
         # The programs' environment, set once here rather than in each program's process (every
         # page a forked process writes to is copied for it: most of what a program costs).
         os.environ.clear()
@@ -461,34 +510,48 @@ def _warden(control: socket.socket, place) -> None:
                     received = received[5 + length :]
                     program.update(main=0, ended=False, ending=False)
                     program["decoy"] = _end_watch(request["decoy"]) if request["decoy"] else []
+                    forked_at = time.monotonic()
                     program["main"] = main = os.fork()
                     if main == 0:
-                        outputs = dict(zip(("stdout", "stderr"), fds, strict=True))
-                        _program(request, request["nonce"], outputs, place)
+                        _program(request, request["nonce"], fds[0], place)
                     for fd in fds:
                         os.close(fd)
                     fds = []
-                    control.sendall(b"S" + STARTED.pack(main))
+                    control.sendall(b"S" + STARTED.pack(main, forked_at))
             if program["decoy"] and program["decoy"][0] in ready and not program["ending"]:
                 end()  # the container ran out of memory: the decoy's memory is all the time left
             while program["main"]:
                 try:
                     pid, status, usage = os.wait4(-1, os.WNOHANG)
                 except ChildProcessError:
+                    if (
+                        program["ended"]
+                        and not program["ending"]
+                        and container_processes is not None
+                        and _others_than(container_processes | {request["decoy"]})
+                    ):
+                        # Without a subreaper, processes the program left are not this one's
+                        # children: they are ended all the same (init reaps them, and the
+                        # executor waits for the container's count of processes to be back).
+                        end()
                     if program["ended"]:  # every process of the program is gone
-                        changed = (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
-                        control.sendall(b"D" + DONE.pack(changed != scheduling))
+                        changed = _own_attributes() != attributes
+                        control.sendall(b"D" + DONE.pack(changed))
                         for fd in program["decoy"]:
                             os.close(fd)
                         program.update(main=0, decoy=[])
                     break
-                if not pid:
-                    break
                 if pid == program["main"]:
                     program["ended"] = True
                     control.sendall(b"E" + ENDED.pack(status, usage.ru_utime, usage.ru_stime))
-                if pid == program["main"] or program["ending"]:
-                    end()  # again after every reaping: orphans of the killed come to the warden
+                elif not pid:
+                    # Processes of the program live on after its main process: they are ended
+                    # (once: the one kill reaches every process of the program, and one being
+                    # forked meanwhile gets it too or is never made). Most programs leave none.
+                    if program["ended"] and not program["ending"]:
+                        end()
+                        continue
+                    break
         while True:
             try:
                 os.wait()
@@ -664,9 +727,9 @@ class Counter:
         return (_counter_value(_read_whole(self.fd), self.key) or 0) * self.unit
 
 
-def _processes():
-    """(pid, stat fields after the name) of every process but this one."""
-    me = os.getpid()
+def _processes(everyone: bool = False):
+    """(pid, stat fields after the name) of every process but this one (or every one)."""
+    me = 0 if everyone else os.getpid()
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == me:
             continue
@@ -727,6 +790,14 @@ def _table_rows(tables: list[int]) -> int:
     return sum(max(0, _read_whole(table).count(b"\n") - 1) for table in tables)
 
 
+def program_uid() -> int:
+    """The kernel uid of this container's programs: see PROGRAM_UID_BASE. Two pid namespaces
+    that exist at once never have the same inode number (the kernel numbers them from one
+    allocator, 0xF0000000 up, and frees a number only with its namespace); each container has
+    one of its own."""
+    return PROGRAM_UID_BASE + (os.stat("/proc/self/ns/pid").st_ino & 0x0FFFFFFF)
+
+
 class InContainer:
     """The sandbox container: programs run as another user, end with everything they started,
     and after each the container is brought back to how it was before it, or its residue is
@@ -740,11 +811,18 @@ class InContainer:
             )
         self.cpu = Counter(CGROUP_CPU)
         self.tasks = Counter(CGROUP_PIDS)
+        # gVisor's kernel has neither cgroup counters nor run delays: the CPU time and tasks of
+        # the container's processes are read from /proc there instead.
+        self.run_delays = os.path.exists("/proc/self/schedstat")
+        # Reading /proc costs far more under gVisor: there a program's time is read less often.
+        self.reading_seconds = POLL_SECONDS if self.run_delays else GVISOR_READING_SECONDS
+        self.own_pids: set[int] = set()
         self.shmem = Counter(CGROUP_SHMEM)
         self.oom_kills = Counter(CGROUP_OOM_KILLS).read
         self.sockstat = _kept_open("/proc/net/sockstat")
         self.ipc_tables = [fd for fd in map(_kept_open, SYSV_IPC_TABLES) if fd is not None]
         self.kill = _LIBC.kill  # looked up now: ending programs allocates nothing
+        self.program_uid = program_uid()
         self.decoy = Decoy()
         self.decoy.start()
         self.baseline: dict[str, float] = {}
@@ -752,8 +830,9 @@ class InContainer:
     def settle(self) -> None:
         """Note what the idle container holds: its init and main process, this executor, the
         decoy, the warden and the socket pair between them."""
+        self.own_pids = {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
         self.baseline = {
-            "processes": self.tasks.read(),
+            "processes": self.task_count(),
             "sockets": _sockets(self.sockstat),
             "shared memory bytes": self.shmem.read(),
         }
@@ -772,26 +851,53 @@ class InContainer:
         _write_proc("/proc/self/oom_score_adj", "1000")
         os.setpriority(os.PRIO_PROCESS, 0, PROGRAM_NICE)  # without CAP_SYS_NICE, for good
         os.setgroups([])
-        os.setresgid(PROGRAM_GID, PROGRAM_GID, PROGRAM_GID)
-        os.setresuid(PROGRAM_UID, PROGRAM_UID, PROGRAM_UID)  # every capability goes with root
+        os.setresgid(self.program_uid, self.program_uid, self.program_uid)
+        # Every capability goes with root.
+        os.setresuid(self.program_uid, self.program_uid, self.program_uid)
         os.mkdir(scratch, 0o700)
 
     def end_programs(self, main: int) -> None:
         """In the warden: every process of the programs' user, at once (see the module's
-        docstring), under real uid WARDEN_UID and effective uid 65534; the saved uid 0 gives it
-        root back afterwards. A program, having neither its real nor its saved uid, cannot
-        signal it meanwhile."""
-        os.setresuid(WARDEN_UID, PROGRAM_UID, 0)
-        try:
-            self.kill(-1, signal.SIGKILL)
-        finally:
-            os.setresuid(0, 0, 0)
+        docstring). A child of the warden does it, and dies: it takes real and saved uid
+        KILLER_UID and effective uid the programs', whose kill(-1) reaches exactly the programs'
+        processes (not root's: not the executor's, the warden's, the decoy's or init's), and
+        which a program can neither signal nor trace (it has neither of the killer's uids). The
+        warden itself never shares a uid with a program, so no program can ever set anything on
+        it (`_own_attributes`); what a program may set on the killer (its affinity, its
+        priority) dies with it."""
+        killer = os.fork()
+        if killer == 0:
+            try:
+                os.setresuid(KILLER_UID, self.program_uid, KILLER_UID)
+                self.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(killer, 0)
 
     def cpu_seconds(self, main: int | None) -> float:
         """CPU time used in the container so far: the program's processes and threads wherever
         they are (they cannot leave the container's cgroup), and the executor's and warden's
-        work, which the program may cause."""
-        return self.cpu.read()
+        work, which the program may cause. Without the cgroup's counter (gVisor), every
+        process's own time and that of the children it reaped (all of the container's
+        processes descend from its init, and the programs' from the warden, which reaps them)."""
+        if self.cpu.fd is not None:
+            return self.cpu.read()
+        ticks = sum(sum(map(int, fields[11:15])) for _, fields in _processes(everyone=True))
+        return ticks / CLOCK_TICKS
+
+    def task_count(self) -> float:
+        """The container's tasks (processes and threads, zombies included)."""
+        if self.tasks.fd is not None:
+            return self.tasks.read()
+        return len(_tasks_of(pid for pid, _ in _processes(everyone=True)))
+
+    def program_tasks(self, main: int) -> list[str]:
+        """The /proc folders of the program's tasks: every task of the container but those of
+        its own processes (init, its main process, this executor, the decoy, the warden)."""
+        own = self.own_pids | {self.decoy.pid}
+        return _tasks_of(
+            int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) not in own
+        )
 
     def clean(self, paths: list[str]) -> None:
         _empty([path for area in SCRATCH_AREAS for path in _entries(area)])
@@ -799,8 +905,8 @@ class InContainer:
             # Only an object's owner may remove it: remove the programs' as their user.
             subprocess.run(
                 ["ipcrm", "--all"],
-                user=PROGRAM_UID,
-                group=PROGRAM_GID,
+                user=self.program_uid,
+                group=self.program_uid,
                 extra_groups=[],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -815,7 +921,7 @@ class InContainer:
         deadline = time.monotonic() + REAP_SECONDS
         while True:
             found = {
-                "processes": self.tasks.read(),
+                "processes": self.task_count(),
                 "sockets": _sockets(self.sockstat),
                 "shared memory bytes": self.shmem.read(),
             }
@@ -863,6 +969,9 @@ class OnThisMachine:
                 except OSError:
                     pass
 
+    run_delays = os.path.exists("/proc/self/schedstat")
+    reading_seconds = POLL_SECONDS
+
     def cpu_seconds(self, main: int | None) -> float:
         """CPU time used so far by the program's session (its live processes and threads)."""
         ticks = sum(
@@ -870,7 +979,11 @@ class OnThisMachine:
             for _, fields in _processes()
             if main and int(fields[3]) == main
         )
-        return ticks / os.sysconf("SC_CLK_TCK")
+        return ticks / CLOCK_TICKS
+
+    def program_tasks(self, main: int) -> list[str]:
+        """The /proc folders of the tasks of the program's session."""
+        return _tasks_of(pid for pid, fields in _processes() if main and int(fields[3]) == main)
 
     def clean(self, paths: list[str]) -> None:
         _empty(paths)
@@ -902,14 +1015,13 @@ class Run:
             os.open(self.request["report"], os.O_WRONLY),
         )
         self.report = b""
-        self.output = {name: os.pipe() for name in ("stdout", "stderr")}
-        self.streams = {read_end: name for name, (read_end, _) in self.output.items()}
-        for read_end in self.streams:
-            os.set_blocking(read_end, False)
+        errors, errors_write = os.pipe()  # the program's file descriptor 2 (see _program)
+        os.set_blocking(errors, False)
+        self.streams = {errors: "stderr"}
         self.eager = {*self.streams, self.report_fds[0]}  # see EAGER_READ_BYTES
-        self.stdout_bytes = 0
         self.stderr_tail = b""
         self.main = 0
+        self.clock: OwnTime | None = None  # from the program's start, which the warden tells
         self.main_status: int | None = None
         self.main_cpu = 0.0
         self.ended_at: float | None = None
@@ -917,38 +1029,31 @@ class Run:
         self.alarmed = self.killed_for_time = self.out_of_memory = False
         self.done = self.warden_lost = self.warden_changed = False
         self.oom_kills_before = place.oom_kills()
-        self.started = time.monotonic()
-        self.cpu_before = place.cpu_seconds(None)
-        writes = [write_end for _, write_end in self.output.values()]
-        warden.run(self.request | {"nonce": self.nonce, "decoy": place.decoy_pid()}, writes)
-        for fd in writes:
-            os.close(fd)
+        self.started = time.monotonic()  # until the warden says when it forked the program
+        self.cpu = _CpuMark(place)
+        warden.run(self.request | {"nonce": self.nonce, "decoy": place.decoy_pid()}, [errors_write])
+        os.close(errors_write)
 
     def watch(self) -> None:
-        """Until the warden says every process of the program is gone and the output pipes are
+        """Until the warden says every process of the program is gone and the output pipe is
         drained: the time limit, the out-of-memory killer, and reading what comes."""
         request = self.request
         deadline = self.started + request["wall_seconds"]
-        # Neither measure of the program's time below grows faster than the machine's CPUs
-        # together (its own time no faster than the wall clock, the container's CPU time no
-        # faster than all the CPUs at once): before this, neither can have reached the limit, and
-        # they are not read (most programs end long before it).
-        first_reading = self.started + request["seconds"] / CPUS
+        # The program's own time cannot grow faster than the wall clock: before this it cannot
+        # have reached the limit, and it is not read (most programs end long before it).
         drained_by = math.inf
         while True:
             now = time.monotonic()
+            own = None
             if (
-                now >= first_reading
-                and self.main
+                self.clock
                 and self.main_status is None
                 and self.ending is None
+                # Once its report is in, its verdict is: only its ending is left.
+                and _first_report(self.report) is None
             ):
-                # The program's time: its main thread's wall-clock time less its waits for a
-                # CPU, or the CPU used in the container since it started, whichever is more.
-                own = max(
-                    _own_seconds(self.main, self.started),
-                    self.place.cpu_seconds(self.main) - self.cpu_before,
-                )
+                own = self.clock.read(now, self.main, self.stderr_waiting())
+            if own is not None:
                 if not self.alarmed and own >= request["seconds"]:
                     self._signal(self.main, signal.SIGALRM)
                     self.alarmed = True
@@ -988,6 +1093,11 @@ class Run:
         except ProcessLookupError:
             pass
 
+    def stderr_waiting(self) -> bool:
+        """Whether the program's stderr pipe held a whole page or more when last read: then
+        it may be waiting for this executor to drain it."""
+        return any(fd in self.eager for fd in self.streams)
+
     def _read_ready(self) -> None:
         """Wait up to a poll for something to read, and read it; pipes that last brought only a
         few bytes are read at this poll, not watched (see EAGER_READ_BYTES)."""
@@ -1022,8 +1132,6 @@ class Run:
             os.close(fd)
             del self.streams[fd]
             self.eager.discard(fd)
-        elif self.streams[fd] == "stdout":
-            self.stdout_bytes += len(chunk)
         else:
             self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
 
@@ -1032,7 +1140,8 @@ class Run:
         when that ends, and that every process of it is gone."""
         for kind, values in self.warden.messages():
             if kind == b"S":
-                (self.main,) = values
+                self.main, self.started = values
+                self.clock = OwnTime(self.place, self.started, self.request["seconds"], self.cpu)
             elif kind == b"E":
                 self.main_status, user, system = values
                 self.main_cpu, self.ended_at = user + system, time.monotonic()
@@ -1050,8 +1159,8 @@ class Run:
         if self.warden_lost:
             residue["warden lost"] = 1
         if self.warden_changed:
-            # A program reniced it in the moment it took the programs' user id to end them.
-            residue["warden's scheduling changed"] = 1
+            # Never seen: no program shares a uid with the warden (see `_own_attributes`).
+            residue["warden's attributes changed"] = 1
             self.warden.replace()
         return {what: count for what, count in residue.items() if count}
 
@@ -1061,6 +1170,9 @@ class Run:
         returncode = os.waitstatus_to_exitcode(self.main_status) if main_ended else -signal.SIGKILL
         stderr_text = self.stderr_tail.decode("utf-8", errors="replace")
         first = _first_report(self.report)
+        stdout_bytes = 0
+        if first is not None and len(first) >= OUTPUT_COUNT.size:
+            (stdout_bytes,), first = OUTPUT_COUNT.unpack_from(first), first[OUTPUT_COUNT.size :]
         error = ""
         if first == b"P" + self.nonce.encode():
             status, cause, reason = "passed", Cause.PASSED, ""
@@ -1098,7 +1210,7 @@ class Run:
             "returncode": returncode,
             "cpu_seconds": round(self.main_cpu, 4),
             "wall_seconds": round(ended_at - self.started, 4),
-            "stdout_bytes": self.stdout_bytes,
+            "stdout_bytes": stdout_bytes,
             "stderr_tail": stderr_text,
             "residue": residue,
         }
@@ -1108,6 +1220,11 @@ def run(request: dict, place: InContainer | OnThisMachine, warden: Warden) -> di
     program = Run(request, place, warden)
     program.watch()
     return program.verdict(program.clean_up())
+
+
+def _others_than(pids: set[int]) -> bool:
+    """Whether the container has a process that is not one of these."""
+    return any(int(entry) not in pids for entry in os.listdir("/proc") if entry.isdigit())
 
 
 def _first_report(data: bytes) -> bytes | None:
@@ -1127,23 +1244,107 @@ def _end_watch(pid: int) -> list[int]:
         return []
 
 
-def _own_seconds(pid: int, started: float) -> float:
-    """The time the program's main thread has had so far: wall-clock time since it started, less
-    the time it spent waiting for a CPU (the kernel's run delay, /proc/<pid>/schedstat, in
-    nanoseconds).
+class OwnTime:
+    """The program's own time: wall-clock time since it started, less the time it was held back
+    by a busy machine. On an idle machine that is its wall-clock time, the reference harness's
+    measure; on a busy one it does not grow while the program waits for a CPU, so load cannot
+    make it time out.
 
-    On an idle machine that is its wall-clock time, the reference harness's measure; on a busy
-    one it does not grow while the program waits for a core, so load cannot make it time out.
-    A wait that the program causes itself (its own processes or threads keeping the CPU busy, a
-    lowered priority, work it makes the executor do) is bounded by the container's CPU time,
-    which `Run.watch` counts as well.
+    It is summed over the intervals between readings (every poll from the first reading on).
+    An interval counts whole, less the longest wait for a CPU (the kernel's run delay,
+    /proc/<task>/schedstat) of any of the program's tasks (processes and threads) in it, and of
+    this executor's too if the program's stderr pipe was full enough that the program may have
+    been waiting for it to be drained. So a program waiting for its own threads or processes,
+    or for the executor, is not charged for their waits either. Where the kernel reports no run
+    delays (gVisor's), an interval at whose end any of the program's tasks was running or
+    waiting to run counts as the CPU time the container's processes used in it, and one at
+    whose end all of them slept counts whole.
+
+    Waits that the program causes itself (its own processes or threads keeping the CPU busy, a
+    lowered priority) are bounded by the CPU time of the container's processes, which `read`
+    counts as well: the program's time is the larger of the two.
     """
+
+    def __init__(self, place, started: float, limit: float, cpu: "_CpuMark") -> None:
+        self.place, self.cpu_at_start = place, cpu
+        self.at = started
+        # Its own time cannot grow faster than the wall clock: before this it cannot have
+        # reached the limit, and it is not read (most programs end long before it).
+        self.next_reading = started + min(FIRST_READING_SECONDS, limit / CPUS)
+        self.seconds = 0.0
+        self.delays: dict[str, float] = {}  # each task's run delay at the last reading
+        self.executor_delay = _run_delay("/proc/self")
+        self.others = 0.0  # the CPU time of the container's other processes at the last reading
+
+    def read(self, now: float, main: int, stderr_waiting: bool) -> float | None:
+        """The program's time until `now`: its own time, or the CPU time the container's other
+        processes than this executor used since it started (its processes and threads, and the
+        warden's work for it), whichever is more. None when it is not read yet."""
+        if now < self.next_reading:
+            return None
+        self.next_reading = now + self.place.reading_seconds
+        interval, self.at = max(0.0, now - self.at), now
+        others = self.cpu_at_start.since(main)
+        tasks = self.place.program_tasks(main)
+        if self.place.run_delays:
+            delays = {task: _run_delay(task) for task in tasks}
+            waited = max(
+                (delay - self.delays.get(task, 0.0) for task, delay in delays.items()),
+                default=0.0,
+            )
+            executor_delay = _run_delay("/proc/self")
+            if stderr_waiting:
+                waited = max(waited, executor_delay - self.executor_delay)
+            self.delays, self.executor_delay = delays, executor_delay
+            self.seconds += max(0.0, interval - waited)
+        elif any(_task_state(task) == b"R" for task in tasks):
+            self.seconds += min(interval, max(0.0, others - self.others))
+        else:
+            self.seconds += interval
+        self.others = others
+        return max(self.seconds, others)
+
+
+class _CpuMark:
+    """The CPU time used in the container by other processes than this executor, at a moment."""
+
+    def __init__(self, place) -> None:
+        self.place = place
+        self.container, self.executor = place.cpu_seconds(None), sum(os.times()[:2])
+
+    def since(self, main: int) -> float:
+        """The CPU time they used since then."""
+        executor = sum(os.times()[:2]) - self.executor
+        return self.place.cpu_seconds(main) - self.container - executor
+
+
+def _run_delay(task: str) -> float:
+    """How long the task (a /proc folder) has waited for a CPU so far, in seconds; 0 if gone."""
     try:
-        with open(f"/proc/{pid}/schedstat", "rb") as schedstat:
-            run_delay = int(schedstat.read().split()[1]) / 1e9
+        with open(f"{task}/schedstat", "rb") as schedstat:
+            return int(schedstat.read().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
-        run_delay = 0.0
-    return time.monotonic() - started - run_delay
+        return 0.0
+
+
+def _task_state(task: str) -> bytes:
+    """The task's state (R: running or waiting to run; S, D: asleep; ...); b"" if gone."""
+    try:
+        with open(f"{task}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return b""
+
+
+def _tasks_of(pids) -> list[str]:
+    """The /proc folders of every task (process or thread) of these processes."""
+    tasks = []
+    for pid in pids:
+        try:
+            tasks += [f"/proc/{pid}/task/{tid}" for tid in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue  # gone meanwhile
+    return tasks
 
 
 # Programs this process runs through `_execute` before it forks the warden, their reports and

@@ -39,7 +39,15 @@ from inspect_ai.util import (
 from ..errors import DockerUnavailableError, PoolSizeError
 from ..host import usable_cores
 from ..schema import Execution, executor_lost
-from . import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER, SandboxFailure, compose_service
+from . import (
+    COMPOSE_FILE,
+    CONTAINER_OWN_TASKS,
+    EXECUTOR_SOURCE,
+    EXECUTOR_USER,
+    PROGRAM_TASKS,
+    SandboxFailure,
+    compose_service,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -366,14 +374,19 @@ def pool_size(machine_memory: int | None, file_table: int | None, container: dic
 
 
 def container_share(compose_file: str) -> dict:
-    """The most one container of the compose file's service can take from the machine."""
+    """The most one container of the compose file's service can take from the machine: its
+    memory, and the open files of all its processes (its programs' at most PROGRAM_TASKS, and
+    its own). What the kernel counts per user (pipe buffers, message-queue bytes, pending
+    signals, inotify and epoll watches) is per container, since each container's programs
+    have a uid of their own, and is charged to the container's memory."""
     service = compose_service(compose_file)
     memory = service["mem_limit"]
     multiplier = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(str(memory)[-1:].lower(), 1)
     files = service["ulimits"]["nofile"]
+    per_process = files["hard"] if isinstance(files, dict) else files
     return {
         "memory": int(str(memory).rstrip("kKmMgG")) * multiplier,
-        "files": service["pids_limit"] * (files["hard"] if isinstance(files, dict) else files),
+        "files": (PROGRAM_TASKS + CONTAINER_OWN_TASKS) * per_process,
     }
 
 

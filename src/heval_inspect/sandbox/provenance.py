@@ -7,7 +7,14 @@ import re
 import sys
 from typing import Any
 
-from . import COMPOSE_FILE, EXECUTOR_SOURCE, FILE_BYTES, WALL_CLOCK_FACTOR, compose_service
+from . import (
+    COMPOSE_FILE,
+    EXECUTOR_SOURCE,
+    FILE_BYTES,
+    PROGRAM_TASKS,
+    WALL_CLOCK_FACTOR,
+    compose_service,
+)
 
 # Compose's "${NAME:-default}": the variable if set and not empty, else the default.
 VARIABLE = re.compile(r"\$\{(\w+):-([^}]*)\}")
@@ -28,6 +35,7 @@ def sandbox_provenance(kind: str) -> dict[str, Any]:
             "image": service["image"],
             "image_id": None,
             "base_image": VARIABLE.sub(_value, service["build"]["args"]["BASE_IMAGE"]),
+            "runtime": VARIABLE.sub(_value, service["runtime"]),
             "base_image_id": None,
             "compose_sha256": hashlib.sha256(COMPOSE_FILE.read_bytes()).hexdigest(),
         }
@@ -41,6 +49,7 @@ def limits(kind: str, timeout: float, memory_limit: int) -> dict[str, Any]:
         "wall_clock_backstop_seconds": timeout * WALL_CLOCK_FACTOR,
         "memory_bytes": memory_limit << 20,
         "file_bytes": FILE_BYTES,
+        "tasks": PROGRAM_TASKS,
     }
     if kind != "local":
         service = compose_service()
