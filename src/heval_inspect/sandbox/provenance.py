@@ -12,6 +12,7 @@ from . import (
     EXECUTOR_SOURCE,
     FILE_BYTES,
     PROGRAM_TASKS,
+    SECCOMP_FILE,
     WALL_CLOCK_FACTOR,
     compose_service,
 )
@@ -38,6 +39,7 @@ def sandbox_provenance(kind: str) -> dict[str, Any]:
             "runtime": VARIABLE.sub(_value, service["runtime"]),
             "base_image_id": None,
             "compose_sha256": hashlib.sha256(COMPOSE_FILE.read_bytes()).hexdigest(),
+            "seccomp_sha256": hashlib.sha256(SECCOMP_FILE.read_bytes()).hexdigest(),
         }
     return facts
 
