@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import subprocess
@@ -71,3 +72,27 @@ def report_logs(tmp_path_factory) -> dict:
     from .report_logs import build
 
     return build(tmp_path_factory.mktemp("report-logs"))
+
+
+def docker_runtimes() -> set[str]:
+    """The container runtimes the Docker engine knows (runc; runsc where gVisor is registered)."""
+    answer = subprocess.run(
+        ["docker", "info", "--format", "{{json .Runtimes}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return set(json.loads(answer.stdout or "{}"))
+
+
+@pytest.fixture(params=["runc", "runsc"])
+def runtime(request, monkeypatch) -> str:
+    """Each sandbox test that takes it runs under Docker's runc and under gVisor's runsc
+    (HEVAL_SANDBOX_RUNTIME); runsc is skipped, and named, where the engine lacks it."""
+    if request.param not in docker_runtimes():
+        pytest.skip(
+            f"Docker has no {request.param} runtime: gVisor's runsc is not installed or not "
+            "registered (the README's gVisor section says how; .ci/run does it)."
+        )
+    monkeypatch.setenv("HEVAL_SANDBOX_RUNTIME", request.param)
+    return request.param

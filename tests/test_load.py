@@ -1,0 +1,132 @@
+"""No verdict depends on how busy the machine is (docs/sandbox.md, *Timeouts*).
+
+Under a CPU load of three times the machine's cores (hogs in containers of their own),
+correct programs that spend their time computing, writing output (through `print`, and straight
+to file descriptor 2, which the executor drains), moving data through a pipe between two of
+their processes, and waiting for their own threads and child processes all pass, as they do on a
+quiet machine and under the reference on an idle one; programs that are wrong by time (a loop, a
+sleep, five seconds of CPU) still time out. Each correct program needs about a second of CPU, so
+under this load its wall-clock time passes the 3 s limit (the test checks that one did): a
+wall-clock limit, the reference's, would time them out. In both sandboxes, under runc and runsc.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+from inspect_ai import eval as inspect_eval
+
+from heval_inspect.data import HUMANEVAL, load_official
+from heval_inspect.sandbox import COMPOSE_FILE, compose_service
+from heval_inspect.sandbox.pool import BUILD_PROJECT
+from heval_inspect.tasks import humaneval
+
+pytestmark = pytest.mark.docker
+
+TIMEOUT = 3.0
+LOAD_PER_CORE = 3
+# Half a second to a second of one core's work on this project's machines.
+SECOND = "sum(i * i for i in range(12_000_000))"
+
+CORRECT = {
+    "a second of CPU": f"x = {SECOND}\n",
+    "100 MB through print": "for _ in range(1_000_000):\n    print('x' * 99)\n",
+    "500 MB straight to stderr": (
+        "import posix\nchunk = b'y' * 65536\nfor _ in range(8000):\n    posix.write(2, chunk)\n"
+    ),
+    "2 GB through a pipe between its processes": (
+        "import posix\nr, w = posix.pipe()\nchild = posix.fork()\nif child == 0:\n"
+        "    posix.close(r)\n    chunk = b'z' * 65536\n    for _ in range(32000):\n"
+        "        posix.write(w, chunk)\n    posix._exit(0)\nposix.close(w)\nreceived = 0\n"
+        "while data := posix.read(r, 1 << 16):\n    received += len(data)\n"
+        "posix.waitpid(child, 0)\nassert received == 32000 * 65536, received\n"
+    ),
+    "four threads that compute, joined": (
+        "import threading\n"
+        "threads = [threading.Thread(target=lambda: sum(i * i for i in range(3_000_000)))\n"
+        "           for _ in range(4)]\n"
+        "for thread in threads:\n    thread.start()\nfor thread in threads:\n    thread.join()\n"
+    ),
+    "a child process that computes, waited for": (
+        f"import posix\nchild = posix.fork()\nif child == 0:\n    {SECOND}\n    posix._exit(0)\n"
+        "_, status = posix.waitpid(child, 0)\nassert status == 0\n"
+    ),
+}
+WRONG_BY_TIME = {
+    "a loop": "while True:\n    pass\n",
+    "a sleep": "import time\ntime.sleep(10)\n",
+    "five seconds of CPU": f"for _ in range(8):\n    {SECOND}\n",
+}
+
+
+def write_files(tmp_path) -> tuple[str, str]:
+    problem = load_official(HUMANEVAL)[0]
+    rows = {
+        **{f"correct/{name}": code for name, code in CORRECT.items()},
+        **{f"wrong by time/{name}": code for name, code in WRONG_BY_TIME.items()},
+    }
+    problem_file, samples_file = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
+    problem_file.write_text(
+        "".join(json.dumps(problem | {"task_id": task_id}) + "\n" for task_id in rows)
+    )
+    # The canonical answer, then the module-level code that follows it.
+    samples_file.write_text(
+        "".join(
+            json.dumps({"task_id": task_id, "completion": problem["canonical_solution"] + code})
+            + "\n"
+            for task_id, code in rows.items()
+        )
+    )
+    return str(problem_file), str(samples_file)
+
+
+@pytest.fixture
+def busy_machine():
+    """CPU hogs, LOAD_PER_CORE for each core, for the test's length: each in a container of its
+    own (as other containers' work on the same host), so that they share the CPUs with the
+    sandbox's containers wherever the test process itself stands among the host's cgroups."""
+    subprocess.run(
+        ["docker", "compose", "-p", BUILD_PROJECT, "-f", str(COMPOSE_FILE), "build"],
+        check=True,
+        capture_output=True,
+    )
+    image = compose_service()["image"]
+    hogs = []
+    try:
+        for _ in range(LOAD_PER_CORE * (os.cpu_count() or 1)):
+            started = subprocess.run(
+                ["docker", "run", "-d", "--rm", "--network", "none", "--entrypoint", "python3",
+                 image, "-c", "while True:\n    pass"],
+                check=True, capture_output=True, text=True,
+            )  # fmt: skip
+            hogs.append(started.stdout.strip())
+        yield len(hogs)
+    finally:
+        if hogs:
+            subprocess.run(["docker", "rm", "-f", *hogs], capture_output=True, check=False)
+
+
+@pytest.mark.parametrize("sandbox", ["pool", "docker"])
+def test_no_verdict_depends_on_machine_load(sandbox, runtime, busy_machine, tmp_path):
+    problem_file, samples_file = write_files(tmp_path)
+    [log] = inspect_eval(
+        humaneval(
+            problem_file=problem_file, samples=samples_file, sandbox=sandbox, timeout=TIMEOUT
+        ),
+        model="none",
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    scores = {str(s.id): s.scores["unit_tests"].metadata for s in log.samples}
+    verdicts = {sample_id: score["verdict"] for sample_id, score in scores.items()}
+    expected = {
+        **{f"correct/{name}": "passed" for name in CORRECT},
+        **{f"wrong by time/{name}": "timed out" for name in WRONG_BY_TIME},
+    }
+    assert verdicts == expected
+    walls = {sample_id: score["wall_seconds"] for sample_id, score in scores.items()}
+    print(f"{sandbox} {runtime}, {busy_machine} hogs: wall seconds {walls}")
+    # The load was real: correct programs ran past the limit in wall-clock time.
+    assert max(walls[f"correct/{name}"] for name in CORRECT) > TIMEOUT, walls
