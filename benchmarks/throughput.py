@@ -30,7 +30,7 @@ sample, compares the verdicts row by row, counts the sandbox containers replaced
 programs that timed out with the CPU time ours spent in them: a program is only
 `timed out` once it has had its whole limit, so that CPU over the cores is a floor on our wall
 time that no harness with a load-independent limit can go below.
-`--busy` keeps both cores busy with other processes during both runs. `--side reference` or
+`--busy` keeps the machine busy with CPU hogs, three per core, during both runs. `--side reference` or
 `--side ours` runs one side only (for timing each side from outside, alternated).
 
     python benchmarks/throughput.py canonical [--shards 2] [--tasks 8652] [--path fast]
@@ -58,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SUBSETS = ["single_line", "multi_line", "random_span", "random_span_light"]
 MULTILINE_TASKS = 1000
 SEED = 2024
+BUSY_PER_CORE = 3  # --busy: CPU hogs per core, a load of three times the machine's cores
 
 
 def problems(subsets: list[str]) -> list[dict]:
@@ -254,7 +255,9 @@ def busy_processes(count: int) -> list[subprocess.Popen]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workload", choices=["canonical", "multiline5", "ending5"])
-    parser.add_argument("--busy", action="store_true", help="keep both cores busy meanwhile")
+    parser.add_argument(
+        "--busy", action="store_true", help="three CPU hogs per core meanwhile"
+    )
     parser.add_argument("--timeout", type=float, default=3.0, help="our time limit (s)")
     parser.add_argument(
         "--tasks",
@@ -318,7 +321,7 @@ def main() -> None:
         ([part if part != cpu_file else f"{cpu_file}.{index}" for part in argv], env)
         for index, (argv, env) in enumerate(shards, start=1)
     ]
-    load = busy_processes(os.cpu_count() or 2) if args.busy else []
+    load = busy_processes(BUSY_PER_CORE * (os.cpu_count() or 2)) if args.busy else []
     try:
         reference = measured([(reference_command, {})]) if args.side != "ours" else None
         eval_run = measured(shards) if args.side != "reference" else None

@@ -270,8 +270,7 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
     ),
     # Leaving state behind for the next program: each probe after it must find none.
     "a deep directory tree": (
-        WRONG + "import posix\nfor _ in range(5000):\n    posix.mkdir('d')\n"
-        "    posix.chdir('d')\n",
+        WRONG + "import posix\nfor _ in range(5000):\n    posix.mkdir('d')\n    posix.chdir('d')\n",
         "failed: ",
     ),
     "unwritable directories": (
@@ -477,6 +476,7 @@ RUNSC_REPLACED = {
     "leaves its port in TIME_WAIT",
     "System V IPC objects",
     "deprioritises and signals every process it can",
+    "opens every file it can in every process",  # 70 interpreters take the memory there too
     *RUNSC_OUT_OF_MEMORY,
 }
 
@@ -659,7 +659,12 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(
     }
     assert {name: causes[f"case/{name}"] for name in expected_causes} == expected_causes
     # Nothing reached the executor: none was lost, and no container had to be replaced.
-    replaced = {f"case/{name}" for name in RUNSC_REPLACED} if runtime == "runsc" else set()
+    # (and, there, what follows such a case at once may meet its sandbox's end: it runs again)
+    replaced = (
+        {sample_id for sample_id in scores if sample_id.split("/", 1)[1] in RUNSC_REPLACED}
+        if runtime == "runsc"
+        else set()
+    )
     reached = {
         sample_id: (score.metadata.get("reason"), score.metadata.get("containers_replaced"))
         for sample_id, score in scores.items()

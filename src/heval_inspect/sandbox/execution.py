@@ -5,7 +5,7 @@ import logging
 import sys
 from typing import TypeVar
 
-from inspect_ai.util import SandboxEnvironment, sandbox
+from inspect_ai.util import SandboxEnvironment, SandboxUnavailableError, sandbox
 
 from ..inspect_internals import LocalSandboxEnvironment
 from ..schema import Execution, executor_lost
@@ -61,6 +61,11 @@ async def execute(
         return Execution.from_answer(json.loads(result.stdout))
     except TimeoutError:
         ended, stderr = "did not answer in time", ""
+    except SandboxUnavailableError as error:
+        # Its container stopped while the program ran: under gVisor, whose kernel has no
+        # out-of-memory killer of its own, a program that takes the container's memory takes
+        # the whole sandbox down (docs/sandbox.md, gVisor).
+        ended, stderr = "lost its container", str(error)[-2000:]
     except (ValueError, TypeError):  # not JSON, or not a verdict
         ended, stderr = f"exited {result.returncode}", result.stderr[-2000:]
     # The container is this sample's alone (Inspect removes it with the sample), so whatever kept

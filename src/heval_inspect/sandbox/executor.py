@@ -234,6 +234,9 @@ KILL_AFTER_ALARM_SECONDS = 1.0
 DRAIN_SECONDS = 1.0
 # How long the warden may take to end and reap every process of the program.
 REAP_SECONDS = 2.0
+# The same under gVisor, whose forks, signals and /proc cost 10 to 30 times more: stopping and
+# ending 64 processes there can take longer than REAP_SECONDS.
+GVISOR_REAP_SECONDS = 10.0
 # How many times, at most, the programs' processes are stopped before they are killed, where one
 # kill may not reach them all at once (InContainer.end_programs); and the states of a process that
 # can fork no more.
@@ -898,6 +901,7 @@ class InContainer:
         self.run_delays = os.path.exists("/proc/self/schedstat")
         # Reading /proc costs far more under gVisor: there a program's time is read less often.
         self.reading_seconds = POLL_SECONDS if self.run_delays else GVISOR_READING_SECONDS
+        self.reap_seconds = REAP_SECONDS if self.run_delays else GVISOR_REAP_SECONDS
         self.own_pids: set[int] = set()
         self.shmem = Counter(CGROUP_SHMEM)
         self.oom_kills = Counter(CGROUP_OOM_KILLS).read
@@ -1029,8 +1033,8 @@ class InContainer:
             self.killer.replace(self.program_uid)
             self.killer_used = False
         # Reaped tasks leave the count at once; a socket closed by a killed process may take a
-        # moment to finish closing.
-        deadline = time.monotonic() + REAP_SECONDS
+        # moment to finish closing (and under gVisor, a process's end takes longer).
+        deadline = time.monotonic() + self.reap_seconds
         while True:
             found = {
                 "processes": self.task_count(),
@@ -1090,6 +1094,7 @@ class OnThisMachine:
 
     run_delays = os.path.exists("/proc/self/schedstat")
     reading_seconds = POLL_SECONDS
+    reap_seconds = REAP_SECONDS
 
     def cpu_seconds(self, main: int | None) -> float:
         """CPU time used so far by the program's session (its live processes and threads)."""
@@ -1185,7 +1190,8 @@ class Run:
                 self.out_of_memory = True
                 self._end(for_time=False)
             if not (self.done or self.warden_lost) and (
-                self.warden.lost() or (self.ending is not None and now > self.ending + REAP_SECONDS)
+                self.warden.lost()
+                or (self.ending is not None and now > self.ending + self.place.reap_seconds)
             ):
                 # Never seen: whatever it was, the container is suspect (see clean_up).
                 self.warden_lost, drained_by = True, now + DRAIN_SECONDS
@@ -1345,8 +1351,8 @@ def run(request: dict, place: InContainer | OnThisMachine, warden: Warden) -> di
 
 def _end_orphans(place, main: int, own: set[int]) -> None:
     """End the container's processes that are not its own (its programs') until none is left, or
-    REAP_SECONDS have passed."""
-    deadline = time.monotonic() + REAP_SECONDS
+    GVISOR_REAP_SECONDS have passed (this is gVisor's path)."""
+    deadline = time.monotonic() + GVISOR_REAP_SECONDS
     while any(True for _ in _others(own)) and time.monotonic() < deadline:
         place.end_programs(main, own)
         time.sleep(POLL_SECONDS / 4)
