@@ -36,7 +36,8 @@ CONTAINER_OWN_TASKS = 8
 # is replaced.
 EXECUTOR_GRACE_SECONDS = 10
 # Who the executor runs as in the container: root, with the few capabilities the compose file
-# grants, so that it can police the programs, which it runs as "nobody" (executor.py).
+# grants, so that it can police the programs, which it runs as a user of the container's own
+# (executor.py).
 EXECUTOR_USER = "0:0"
 
 

@@ -25,7 +25,6 @@ ST = TypeVar("ST", bound=SandboxEnvironment)
 logger = logging.getLogger(__name__)
 
 
-
 async def execute(
     program: str, timeout: float = DEFAULT_TIMEOUT, memory_mib: int = DEFAULT_MEMORY_MIB
 ) -> Execution:

@@ -23,20 +23,22 @@ The processes in the container, and why each is there:
 
     executor   root, with only KILL, SETUID, SETGID, DAC_OVERRIDE and FOWNER; not dumpable
     ├─ decoy   root, oom_score_adj 1000, holding DECOY_BYTES: the out-of-memory killer's victim
+    ├─ killer  root, waiting to end a program's processes once (Killer; replaced after use)
     └─ warden  root, a child subreaper, for as long as the executor runs
-       └─ each program, and every process it leads to: user 65534 ("nobody"), no capability,
-          nice 19
+       └─ each program, and every process it leads to: the container's own user (see
+          PROGRAM_UID_BASE), no capability, nice 19, at most `tasks` tasks in all
 
 - The program cannot reach the processes that police it: they run as root, so it can neither
   signal, stop, trace, renice nor read them, and at nice 19 against their 0 it cannot starve them.
 - Every process the program leads to is the warden's, never the executor's: the warden is the
   program's parent, so a clone(CLONE_PARENT) makes a child of the warden, and as a child
   subreaper it inherits every orphan (double forks, new sessions). To end a program the warden
-  takes real uid WARDEN_UID and effective uid 65534 (its saved uid stays 0, which gives it root
-  back afterwards) and calls kill(-1, SIGKILL) once: that reaches every process of the
-  programs' user and nothing else (not root's), a program cannot signal the warden meanwhile
-  (it has neither the warden's real nor its saved uid), and the kernel delivers the signal to
-  all of them at once: a process being forked meanwhile either gets it too or is never created.
+  wakes the killer, which takes real and saved uid KILLER_UID and effective uid the programs'
+  and calls kill(-1, SIGKILL) once: that reaches every process of the programs' user and
+  nothing else (not root's), a program cannot signal the killer (it has neither of its real
+  and saved uids), and the kernel delivers the signal to all of them at once: a process being
+  forked meanwhile either gets it too or is never created. The warden itself never takes a
+  program's uid, so no program can ever change anything of it (InContainer.end_programs).
   The warden then reaps until it has no child left and says so. So a program ends with
   everything it started, zombies included, and the container's pids cgroup counter (the
   kernel's own count, which no process can hide from) is checked to be back at its baseline.
@@ -46,10 +48,11 @@ The processes in the container, and why each is there:
   the largest process left. The decoy, at 1000, is the kernel's first victim whatever the
   program does; when it dies the executor ends the program at once (the memory it held gives
   the executor that time), and the program's verdict says the out-of-memory killer ended it.
-- A program's time is the larger of its main thread's own time (wall-clock time less its waits
-  for a CPU) and the CPU time of the whole container since it started, the executor's and the
-  warden's included: work a program makes the executor do (reading its output, its report FIFO)
-  counts against it, and reads of a few bytes wait for the next poll, so that work stays small.
+- A program's time is the larger of its own time (wall-clock time less the waits for a CPU of
+  its tasks, and of the executor while its output waits: OwnTime) and the CPU time its
+  container's processes other than the executor used since it started; what it prints costs the
+  executor nothing (it is dropped), and reads of a few bytes of stderr or the report FIFO wait
+  for the next poll, so the work a program can make the executor do stays small.
 
 Each program runs in a process forked from the warden, a copy of this executor made before it
 ran any program (as the reference harness forks its workers): forking an interpreter that has

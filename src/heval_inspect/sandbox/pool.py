@@ -337,7 +337,6 @@ async def new_pool(compose_file: str) -> Pool:
     return Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], compose_file, size)
 
 
-
 def containers_the_machine_holds(
     machine_memory: int | None, file_table: int | None, container: dict
 ) -> int:
