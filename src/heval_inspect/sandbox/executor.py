@@ -914,7 +914,6 @@ class InContainer:
         # TCP connection leaves its container to be replaced (HumanEval's programs open none).
         self.snmp = _kept_open("/proc/net/snmp") if self.sockstat is None else None
         self.tcp_opens = _tcp_opens(self.snmp)
-        self.kill = _LIBC.kill  # looked up now: ending programs allocates nothing
         self.program_uid = program_uid()
         self.decoy = Decoy()
         # gVisor's kernel has no out-of-memory killer of its own (the host's ends the whole
