@@ -789,14 +789,19 @@ def summary(took: dict | None, verdict: str) -> str:
     return f"uid {took['uid']} (host {took['host_uid']}) got {took['got']} {took['notes']}"[:300]
 
 
-def test_no_attack_in_one_pool_container_reaches_another_or_the_host(runtime, monkeypatch):
-    monkeypatch.setenv("HEVAL_POOL_SIZE", "2")
+def run_attacks(label: str, attacks) -> None:
+    """Run a coroutine of attacks, print its table (pytest -s), and fail on any problem."""
     started = time.monotonic()
-    problems, rows = asyncio.run(pool_attacks(runtime))
-    print(f"\npool {runtime}: {time.monotonic() - started:.0f} s")
+    problems, rows = asyncio.run(attacks)
+    print(f"\n{label}: {time.monotonic() - started:.0f} s")
     for row in rows:
         print(row)
     assert not problems, "\n".join(problems)
+
+
+def test_no_attack_in_one_pool_container_reaches_another_or_the_host(runtime, monkeypatch):
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "2")
+    run_attacks(f"pool {runtime}", pool_attacks(runtime))
 
 
 # ---- The warden -------------------------------------------------------------------------------
@@ -857,12 +862,7 @@ async def warden_attacks(runtime: str) -> tuple[list[str], list[str]]:
 
 def test_the_warden_is_what_it_was_after_programs_that_attack_it(runtime, monkeypatch):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
-    started = time.monotonic()
-    problems, rows = asyncio.run(warden_attacks(runtime))
-    print(f"\nwarden {runtime}: {time.monotonic() - started:.0f} s")
-    for row in rows:
-        print(row)
-    assert not problems, "\n".join(problems)
+    run_attacks(f"warden {runtime}", warden_attacks(runtime))
 
 
 # ---- Inspect's docker sandbox: a container per sample, all at once -----------------------------

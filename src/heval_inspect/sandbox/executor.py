@@ -694,10 +694,12 @@ def _end_as_killer(program_uid: int, own: set[int] | None) -> None:
     """In a process of its own, which this makes a process no program can signal: end every
     process of the programs' uid (see InContainer.end_programs)."""
     os.setresuid(KILLER_UID, program_uid, KILLER_UID)
-    for _ in range(STOP_ROUNDS if own is not None else 0):
-        _LIBC.kill(-1, signal.SIGSTOP)
-        if all(_task_state(f"/proc/{pid}") in STOPPED for pid in _others(own | {os.getpid()})):
-            break
+    if own is not None:
+        own = own | {os.getpid()}
+        for _ in range(STOP_ROUNDS):
+            _LIBC.kill(-1, signal.SIGSTOP)
+            if all(_task_state(f"/proc/{pid}") in STOPPED for pid in _others(own)):
+                break
     _LIBC.kill(-1, signal.SIGKILL)
 
 
