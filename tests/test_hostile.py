@@ -211,6 +211,15 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
         # The container's init runs as root: its environment is not the program's to read.
         "failed: [Errno 13] Permission denied: '/proc/1/environ'",
     ),
+    "reads the host's cgroups": (
+        "    import os\n    raise RuntimeError(os.listdir('/run/heval/host-cgroup'))\n",
+        # Mounted in the pool's containers under gVisor only (compose.runsc.yaml), where the
+        # executor alone, as root, may look.
+        re.compile(
+            r"failed: \[Errno (2|13)\] (No such file or directory|Permission denied): "
+            r"'/run/heval/host-cgroup'"
+        ),
+    ),
     "appends to /etc/passwd": (
         "    open('/etc/passwd', 'a').write('pwned::0:0::/:/bin/sh\\n')\n",
         "failed: [Errno 13] Permission denied: '/etc/passwd'",
@@ -669,7 +678,7 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(
         sample_id: (score.metadata.get("reason"), score.metadata.get("containers_replaced"))
         for sample_id, score in scores.items()
         if (score.metadata.get("containers_replaced") and sample_id not in replaced)
-        or "executor" in (score.metadata.get("reason") or "")
+        or ("executor" in (score.metadata.get("reason") or "") and sample_id not in lost)
     }
     assert not reached, reached
     # Time it makes itself wait, or makes the executor spend, counts: it is stopped near its

@@ -46,13 +46,13 @@ from inspect_ai import eval as inspect_eval
 
 from heval_inspect.data import HUMANEVAL, load_official
 from heval_inspect.sandbox import (
-    COMPOSE_FILE,
     DEFAULT_MEMORY_MIB,
     EXECUTOR_GRACE_SECONDS,
     EXECUTOR_SOURCE,
     FILE_BYTES,
     PROGRAM_TASKS,
     WALL_CLOCK_FACTOR,
+    pool_compose_file,
 )
 from heval_inspect.sandbox.pool import new_pool
 from heval_inspect.schema import Execution
@@ -677,7 +677,7 @@ async def pool_attacks(runtime: str) -> tuple[list[str], list[str]]:
     table's rows."""
     problems: list[str] = []
     rows: list[str] = []
-    pool = await new_pool(str(COMPOSE_FILE))
+    pool = await new_pool(str(pool_compose_file()))
     runner = PoolRunner(pool)
     try:
         await pool.start(EXECUTOR_SOURCE)
@@ -817,7 +817,7 @@ async def warden_attacks(runtime: str) -> tuple[list[str], list[str]]:
     the problems found, and the table's rows."""
     problems: list[str] = []
     rows: list[str] = []
-    pool = await new_pool(str(COMPOSE_FILE))
+    pool = await new_pool(str(pool_compose_file()))
     runner = PoolRunner(pool)
     try:
         await pool.start(EXECUTOR_SOURCE)

@@ -38,7 +38,7 @@ from .errors import DataError, TaskArgumentError
 from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
-from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
+from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, pool_compose_file
 from .schema import SCORER
 from .scorer import unit_tests
 from .shard import apply_shard, parse_shard
@@ -239,7 +239,8 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
             "(pool) and docker sandboxes isolate it."
         )
         return "local"
-    return (SANDBOX_TYPES[sandbox], str(COMPOSE_FILE))
+    compose_file = pool_compose_file() if sandbox == "pool" else COMPOSE_FILE
+    return (SANDBOX_TYPES[sandbox], str(compose_file))
 
 
 def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArguments) -> Task:

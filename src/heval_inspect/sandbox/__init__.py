@@ -1,5 +1,6 @@
 """Where programs run: the hardened compose file, the in-container executor and its limits."""
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -7,6 +8,9 @@ import yaml
 
 SANDBOX_DIR = Path(__file__).parent
 COMPOSE_FILE = SANDBOX_DIR / "compose.yaml"
+# gVisor's: compose.yaml's sandbox under runsc, with what the executor needs there (its header).
+RUNSC_COMPOSE_FILE = SANDBOX_DIR / "compose.runsc.yaml"
+RUNTIME_VARIABLE = "HEVAL_SANDBOX_RUNTIME"
 SECCOMP_FILE = SANDBOX_DIR / "seccomp.json"  # the compose file names it
 EXECUTOR_SOURCE = (SANDBOX_DIR / "executor.py").read_text()
 
@@ -41,9 +45,22 @@ EXECUTOR_GRACE_SECONDS = 10
 EXECUTOR_USER = "0:0"
 
 
+def pool_compose_file() -> Path:
+    """The compose file of the pool's containers under the runtime that HEVAL_SANDBOX_RUNTIME
+    names (runc when unset). Inspect's docker sandbox always has compose.yaml: it allows no
+    host mount under a runtime without recursive read-only mounts, such as gVisor."""
+    return RUNSC_COMPOSE_FILE if os.environ.get(RUNTIME_VARIABLE) == "runsc" else COMPOSE_FILE
+
+
 def compose_service(compose_file: str | Path = COMPOSE_FILE) -> dict[str, Any]:
-    """The sandbox's service in a compose file, as written there."""
-    return yaml.safe_load(Path(compose_file).read_text())["services"]["default"]
+    """The sandbox's service in a compose file, as written there; a service that extends
+    another has that one's settings, each replaced by its own where it has one."""
+    path = Path(compose_file)
+    service = yaml.safe_load(path.read_text())["services"]["default"]
+    if "extends" not in service:
+        return service
+    base = compose_service(path.parent / service["extends"]["file"])
+    return base | {key: value for key, value in service.items() if key != "extends"}
 
 
 class SandboxFailure(RuntimeError):

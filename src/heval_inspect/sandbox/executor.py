@@ -267,6 +267,18 @@ CGROUP_CPU = (
     ("/sys/fs/cgroup/cpuacct/cpuacct.usage", None, 1e-9),
     ("/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", None, 1e-9),
 )
+# Under gVisor, whose kernel counts a thread's waits for the host's CPU as its CPU time: the host's
+# cgroup file systems (compose.runsc.yaml mounts them, read-only, where only root can look), in
+# which the container's own cgroup counts the CPU time it really used. Docker names that cgroup
+# after the container's id, whose first 12 digits are the container's hostname (cgroup v2, then
+# v1; Docker's cgroupfs driver, then its systemd driver).
+HOST_CGROUP = "/run/heval/host-cgroup"
+HOST_CGROUP_CPU = (
+    ("{root}/docker/{id}*/cpu.stat", "usage_usec", 1e-6),
+    ("{root}/system.slice/docker-{id}*.scope/cpu.stat", "usage_usec", 1e-6),
+    ("{root}/*/docker/{id}*/cpuacct.usage", None, 1e-9),
+    ("{root}/*/system.slice/docker-{id}*.scope/cpuacct.usage", None, 1e-9),
+)
 # How many tasks (processes and threads, zombies included) the container holds (v2, then v1).
 CGROUP_PIDS = (("/sys/fs/cgroup/pids.current", None), ("/sys/fs/cgroup/pids/pids.current", None))
 # How many processes of the container the kernel's out-of-memory killer has killed (v2, then v1).
@@ -798,6 +810,21 @@ class Counter:
         return (_counter_value(_read_whole(self.fd), self.key) or 0) * self.unit
 
 
+def _host_cgroup_cpu() -> list[tuple[str, str | None, float]]:
+    """Where the host counts this container's CPU time (HOST_CGROUP_CPU), if it is mounted."""
+    container = socket.gethostname()
+    if not os.path.isdir(HOST_CGROUP) or len(container) != 12:
+        return []
+    import glob  # only here: the executor starts once for each program in the docker sandbox
+
+    found = []
+    for pattern, key, unit in HOST_CGROUP_CPU:
+        # The v1 hierarchies' names ("cpuacct", "cpu,cpuacct") may lead to one counter.
+        for path in sorted(glob.glob(pattern.format(root=HOST_CGROUP, id=container)))[:1]:
+            found.append((path, key, unit))
+    return found
+
+
 def _processes(everyone: bool = False):
     """(pid, stat fields after the name) of every process but this one (or every one)."""
     me = 0 if everyone else os.getpid()
@@ -900,10 +927,16 @@ class InContainer:
                 "`user: 0:0` and `cap_add`): it runs programs as another user, whom it polices."
             )
         self.cpu = Counter(CGROUP_CPU)
+        # The container's own cgroup counters are absent under gVisor: its CPU time is read
+        # where the host counts it (gVisor's own counts include waits for the host's CPU).
+        self.host_cpu = Counter(_host_cgroup_cpu() if self.cpu.fd is None else [])
         self.tasks = Counter(CGROUP_PIDS)
         # gVisor's kernel has neither cgroup counters nor run delays: the CPU time and tasks of
         # the container's processes are read from /proc there instead.
         self.run_delays = os.path.exists("/proc/self/schedstat")
+        # gVisor's own counts, where the host's cannot be read (Inspect's docker sandbox, which
+        # allows no host mount under gVisor), count waits for a CPU as CPU time.
+        self.cpu_counts_waits = self.cpu.fd is None and self.host_cpu.fd is None
         # Reading /proc costs far more under gVisor: there a program's time is read less often.
         self.reading_seconds = POLL_SECONDS if self.run_delays else GVISOR_READING_SECONDS
         self.reap_seconds = REAP_SECONDS if self.run_delays else GVISOR_REAP_SECONDS
@@ -994,11 +1027,15 @@ class InContainer:
     def cpu_seconds(self, main: int | None) -> float:
         """CPU time used in the container so far: the program's processes and threads wherever
         they are (they cannot leave the container's cgroup), and the executor's and warden's
-        work, which the program may cause. Without the cgroup's counter (gVisor), every
-        process's own time and that of the children it reaped (all of the container's
-        processes descend from its init, and the programs' from the warden, which reaps them)."""
+        work, which the program may cause. Under gVisor, the host's count of the container's
+        CPU time (gVisor's own work for it included); without that (no mount of the host's
+        cgroups), every process's own time and that of the children it reaped (all of the
+        container's processes descend from its init, and the programs' from the warden, which
+        reaps them), as gVisor counts them: waits for the host's CPU included."""
         if self.cpu.fd is not None:
             return self.cpu.read()
+        if self.host_cpu.fd is not None:
+            return self.host_cpu.read()
         ticks = sum(sum(map(int, fields[11:15])) for _, fields in _processes(everyone=True))
         return ticks / CLOCK_TICKS
 
@@ -1097,6 +1134,7 @@ class OnThisMachine:
                     pass
 
     run_delays = os.path.exists("/proc/self/schedstat")
+    cpu_counts_waits = False
     reading_seconds = POLL_SECONDS
     reap_seconds = REAP_SECONDS
 
@@ -1404,7 +1442,10 @@ class OwnTime:
 
     Waits that the program causes itself (its own processes or threads keeping the CPU busy, a
     lowered priority) are bounded by the CPU time of the container's processes, which `read`
-    counts as well: the program's time is the larger of the two.
+    counts as well: the program's time is the larger of the two. Where that CPU time counts
+    waits for a CPU as well (gVisor's own counts), several of the program's tasks waiting
+    together would be counted as several CPUs' time: there it counts no more than the interval
+    in each interval, the container's one CPU.
     """
 
     def __init__(self, place, started: float, limit: float, cpu: "_CpuMark") -> None:
@@ -1417,6 +1458,7 @@ class OwnTime:
         self.delays: dict[str, float] = {}  # each task's run delay at the last reading
         self.executor_delay = _run_delay("/proc/self")
         self.others = 0.0  # the CPU time of the container's other processes at the last reading
+        self.one_cpu = 0.0  # that CPU time, at most one CPU's in each interval
 
     def read(self, now: float, main: int, stderr_waiting: bool) -> float | None:
         """The program's time until `now`: its own time, or the CPU time the container's other
@@ -1438,13 +1480,18 @@ class OwnTime:
             if stderr_waiting:
                 waited = max(waited, executor_delay - self.executor_delay)
             self.delays, self.executor_delay = delays, executor_delay
-            self.seconds += max(0.0, interval - waited)
+            # The kernel adds a wait to a task's run delay when the wait ends, so what is read
+            # now may have begun in earlier intervals, which were counted whole: it comes off
+            # the sum so far, not off this interval alone.
+            self.seconds = max(0.0, self.seconds + interval - waited)
         elif any(_task_state(task) == b"R" for task in tasks):
             self.seconds += min(interval, max(0.0, others - self.others))
         else:
             self.seconds += interval
+        if self.place.cpu_counts_waits:
+            self.one_cpu += min(interval, max(0.0, others - self.others))
         self.others = others
-        return max(self.seconds, others)
+        return max(self.seconds, self.one_cpu if self.place.cpu_counts_waits else others)
 
 
 class _CpuMark:

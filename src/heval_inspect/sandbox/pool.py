@@ -40,13 +40,13 @@ from ..errors import DockerUnavailableError, PoolSizeError
 from ..host import usable_cores
 from ..schema import Execution, executor_lost
 from . import (
-    COMPOSE_FILE,
     CONTAINER_OWN_TASKS,
     EXECUTOR_SOURCE,
     EXECUTOR_USER,
     PROGRAM_TASKS,
     SandboxFailure,
     compose_service,
+    pool_compose_file,
 )
 
 logger = logging.getLogger(__name__)
@@ -486,7 +486,7 @@ async def _serve_standalone(started: asyncio.Future[PoolSandboxEnvironment]) -> 
     """Start a pool and keep it until this task is cancelled, as asyncio does with the tasks
     left when its loop ends: then the pool is stopped while the loop can still wait for it."""
     try:
-        pool = await new_pool(str(COMPOSE_FILE))
+        pool = await new_pool(str(pool_compose_file()))
         await pool.start(EXECUTOR_SOURCE)
     except Exception as error:
         started.set_exception(error)
