@@ -32,6 +32,7 @@ be back at the baseline. `pytest -s` prints the table behind the closing note.
 """
 
 import asyncio
+import contextlib
 import fcntl
 import functools
 import json
@@ -40,6 +41,7 @@ import re
 import textwrap
 import threading
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 from inspect_ai import eval as inspect_eval
@@ -664,6 +666,18 @@ class PoolRunner:
         return execution
 
 
+@contextlib.asynccontextmanager
+async def started_pool() -> AsyncIterator[PoolRunner]:
+    """A started pool of the package's sandbox (under the runtime of HEVAL_SANDBOX_RUNTIME), its
+    runner, and the pool stopped afterwards."""
+    pool = await new_pool(str(pool_compose_file()))
+    try:
+        await pool.start(EXECUTOR_SOURCE)
+        yield PoolRunner(pool)
+    finally:
+        await pool.stop()
+
+
 def verdict_of(execution: Execution | None) -> str:
     return execution.verdict if execution else "executor lost"
 
@@ -677,10 +691,7 @@ async def pool_attacks(runtime: str) -> tuple[list[str], list[str]]:
     table's rows."""
     problems: list[str] = []
     rows: list[str] = []
-    pool = await new_pool(str(pool_compose_file()))
-    runner = PoolRunner(pool)
-    try:
-        await pool.start(EXECUTOR_SOURCE)
+    async with started_pool() as runner:
 
         async def users() -> tuple[int, int]:
             """The host uids of the two containers' programs (read again whenever a container
@@ -761,8 +772,6 @@ async def pool_attacks(runtime: str) -> tuple[list[str], list[str]]:
         # Allowed (the executor found residue, say gVisor's TIME_WAIT after the socket control),
         # and shown: the verdicts above are what counts.
         rows.append(f"pool {runtime} | containers replaced: {runner.replaced}")
-    finally:
-        await pool.stop()
     return problems, rows
 
 
@@ -817,10 +826,7 @@ async def warden_attacks(runtime: str) -> tuple[list[str], list[str]]:
     the problems found, and the table's rows."""
     problems: list[str] = []
     rows: list[str] = []
-    pool = await new_pool(str(pool_compose_file()))
-    runner = PoolRunner(pool)
-    try:
-        await pool.start(EXECUTOR_SOURCE)
+    async with started_pool() as runner:
         answer = verdict_of(await runner.run(0, READER, 3))
         before = report("reader", answer)
         if before is None:
@@ -855,8 +861,6 @@ async def warden_attacks(runtime: str) -> tuple[list[str], list[str]]:
         if set(verdicts) != {"passed"}:
             problems.append(f"the attacker's verdicts: {verdicts} (it passes its tests)")
         rows.append(f"warden {runtime} | containers replaced: {runner.replaced}")
-    finally:
-        await pool.stop()
     return problems, rows
 
 

@@ -490,7 +490,7 @@ def _warden(control: socket.socket, place) -> None:
         except OSError:
             # A kernel without child subreapers (gVisor's, as of 2022): orphans go to the
             # container's init, which reaps them. The processes here now are the container's own.
-            container_processes = {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+            container_processes = _pids()
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1):
             os.dup2(null, fd)  # the executor's request and answer streams are not the warden's
@@ -498,9 +498,7 @@ def _warden(control: socket.socket, place) -> None:
         os.set_blocking(wake, False)
         signal.set_wakeup_fd(wake)  # every child's end wakes the select below
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-        kept = sorted({control.fileno(), woken, wake})
-        for low, high in zip([2, *kept], [*kept, 65536], strict=True):
-            os.closerange(low + 1, high)
+        _close_all_but(control.fileno(), woken, wake)
         attributes = _own_attributes()
         # The programs' environment, set once here rather than in each program's process (every
         # page a forked process writes to is copied for it: most of what a program costs).
@@ -558,7 +556,7 @@ def _warden(control: socket.socket, place) -> None:
                         # them (the executor then checks its count of processes).
                         program["ending"] = True
                         own = container_processes | {request["decoy"], request["killer"]}
-                        _end_orphans(place, program["main"], own)
+                        _end_orphans(place, main, own)
                     if program["ended"]:  # every process of the program is gone
                         changed = _own_attributes() != attributes
                         control.sendall(b"D" + DONE.pack(changed, place.killer_spent))
@@ -732,10 +730,8 @@ class Killer:
         if pid == 0:
             try:
                 _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-                kept = sorted({trigger, answer})
-                for low, high in zip([2, *kept], [*kept, 65536], strict=True):
-                    os.closerange(low + 1, high)
-                own = {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+                _close_all_but(trigger, answer)
+                own = _pids()
                 mode = os.read(trigger, 1)
                 if mode:
                     _end_as_killer(program_uid, own if mode == b"S" else None)
@@ -965,7 +961,7 @@ class InContainer:
     def settle(self) -> None:
         """Note what the idle container holds: its init and main process, this executor, the
         decoy, the warden and the socket pair between them."""
-        self.own_pids = {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+        self.own_pids = _pids()
         self.baseline = {
             "processes": self.task_count(),
             "sockets": _sockets(self.sockstat),
@@ -1048,10 +1044,7 @@ class InContainer:
     def program_tasks(self, main: int) -> list[str]:
         """The /proc folders of the program's tasks: every task of the container but those of
         its own processes (init, its main process, this executor, the decoy, the warden)."""
-        own = self.own_pids | {self.decoy.pid, self.killer.pid}
-        return _tasks_of(
-            int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) not in own
-        )
+        return _tasks_of(_others(self.own_pids | {self.decoy.pid, self.killer.pid}))
 
     def clean(self, paths: list[str]) -> None:
         _empty([path for area in SCRATCH_AREAS for path in _entries(area)])
@@ -1395,16 +1388,26 @@ def _end_orphans(place, main: int, own: set[int]) -> None:
     """End the container's processes that are not its own (its programs') until none is left, or
     GVISOR_REAP_SECONDS have passed (this is gVisor's path)."""
     deadline = time.monotonic() + GVISOR_REAP_SECONDS
-    while any(True for _ in _others(own)) and time.monotonic() < deadline:
+    while _others(own) and time.monotonic() < deadline:
         place.end_programs(main, own)
         time.sleep(POLL_SECONDS / 4)
 
 
-def _others(own: set[int]):
+def _pids() -> set[int]:
+    """Every process in the container (in its pid namespace)."""
+    return {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+
+
+def _others(own: set[int]) -> set[int]:
     """The container's processes that are not one of these."""
-    return (
-        int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) not in own
-    )
+    return _pids() - own
+
+
+def _close_all_but(*kept: int) -> None:
+    """Close every file descriptor above 2 but these."""
+    ordered = sorted(set(kept))
+    for low, high in zip([2, *ordered], [*ordered, 65536], strict=True):
+        os.closerange(low + 1, high)
 
 
 def _first_report(data: bytes) -> bytes | None:
@@ -1469,6 +1472,10 @@ class OwnTime:
         self.next_reading = now + self.place.reading_seconds
         interval, self.at = max(0.0, now - self.at), now
         others = self.cpu_at_start.since(main)
+        # The CPU time the container's other processes used in the interval, at most one CPU's
+        # (the container's; only ever more where it counts waits for a CPU: see above).
+        used = min(interval, max(0.0, others - self.others))
+        self.others, self.one_cpu = others, self.one_cpu + used
         tasks = self.place.program_tasks(main)
         if self.place.run_delays:
             delays = {task: _run_delay(task) for task in tasks}
@@ -1485,12 +1492,9 @@ class OwnTime:
             # the sum so far, not off this interval alone.
             self.seconds = max(0.0, self.seconds + interval - waited)
         elif any(_task_state(task) == b"R" for task in tasks):
-            self.seconds += min(interval, max(0.0, others - self.others))
+            self.seconds += used
         else:
             self.seconds += interval
-        if self.place.cpu_counts_waits:
-            self.one_cpu += min(interval, max(0.0, others - self.others))
-        self.others = others
         return max(self.seconds, self.one_cpu if self.place.cpu_counts_waits else others)
 
 
