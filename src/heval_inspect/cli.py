@@ -3,6 +3,7 @@
 import argparse
 import os
 import sys
+from importlib.metadata import version
 from typing import Any
 
 import yaml
@@ -16,6 +17,9 @@ from .parallel import run_parallel
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="heval-inspect")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version('heval-inspect')}"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser(
         "export",
