@@ -1,9 +1,18 @@
 """`heval-inspect` as a user meets it: its version, its help, and its errors, each one line."""
 
+import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from importlib.metadata import version
 from pathlib import Path
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from heval_inspect.sandbox import SANDBOX_DIR
 
 HEVAL_INSPECT = str(Path(sys.executable).with_name("heval-inspect"))
 
@@ -14,3 +23,171 @@ def test_version_is_the_installed_packages():
     )
     assert answer.returncode == 0, answer.stderr
     assert answer.stdout == f"heval-inspect {version('heval-inspect')}\n"
+
+
+def slow_tasks(tmp_path: Path, count: int, seconds: float) -> tuple[str, str]:
+    """A problem file of `count` tasks whose tests sleep `seconds` (so that a run lasts), and a
+    completion file of their canonical answers: every program passes."""
+    problems, samples = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
+    ids = [f"slow/{index}" for index in range(count)]
+    problems.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": task_id,
+                    "prompt": "def answer():\n",
+                    "suffix": "",
+                    "canonical_solution": "    return 42\n",
+                    "test": f"import time\ntime.sleep({seconds})\n"
+                    "def check(candidate):\n    assert candidate() == 42\n",
+                    "entry_point": "answer",
+                }
+            )
+            + "\n"
+            for task_id in ids
+        )
+    )
+    samples.write_text(
+        "".join(json.dumps({"task_id": i, "completion": "    return 42\n"}) + "\n" for i in ids)
+    )
+    return str(problems), str(samples)
+
+
+def score_command(tmp_path: Path, count: int = 2, seconds: float = 0) -> list[str]:
+    problems, samples = slow_tasks(tmp_path, count, seconds)
+    return [
+        "score", samples, "--task", "humaneval_infilling", "-T", f"problem_file={problems}",
+        "--log-dir", str(tmp_path / "logs"),
+    ]  # fmt: skip
+
+
+def score(tmp_path: Path, environment: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [HEVAL_INSPECT, *score_command(tmp_path)],
+        env=os.environ | {"HEVAL_POOL_SIZE": "1"} | environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    "fault, says",
+    [("not installed", "Docker is not installed"), ("not running", "Docker is not running")],
+)
+def test_score_without_docker_says_so_in_one_line_and_fails(tmp_path, fault, says):
+    if fault == "not installed":
+        environment = {"PATH": str(tmp_path)}  # no `docker` on it
+    else:
+        environment = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    answer = score(tmp_path, environment)
+    assert answer.returncode == 1
+    [line] = answer.stderr.splitlines()  # no traceback, no "Task exception was never retrieved"
+    assert line.startswith(f"heval-inspect: {says}")
+    assert answer.stdout == ""
+
+
+def sandbox_containers() -> set[str]:
+    """The containers of pools started from this checkout's compose file (running or not)."""
+    listing = subprocess.run(
+        ["docker", "ps", "-a", "-q", "--filter",
+         f"label=com.docker.compose.project.working_dir={SANDBOX_DIR}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return set(listing.stdout.split())
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        # The base image can be neither found nor pulled: the image cannot be built.
+        ("HEVAL_SANDBOX_BASE_IMAGE", "heval-inspect-no-such-base:0"),
+        # A runtime Docker does not know: the image builds, the containers cannot start.
+        ("HEVAL_SANDBOX_RUNTIME", "heval-no-such-runtime"),
+    ],
+)
+def test_score_with_a_sandbox_that_cannot_start_says_why_in_one_line(tmp_path, variable, value):
+    before = sandbox_containers()
+    answer = score(tmp_path, {variable: value})
+    assert answer.returncode == 1
+    [line] = answer.stderr.splitlines()
+    # What to change, and docker's own words, which name the value.
+    assert line.startswith("heval-inspect: ") and variable in line and value in line, line
+    assert sandbox_containers() <= before  # nothing left behind
+
+
+@pytest.mark.docker
+# From a moment in the import of the package (which takes seconds) to one where programs run.
+@pytest.mark.parametrize("moment", [0.2, 1.0, 2.0, 3.0, 4.0, "scoring"])
+def test_score_interrupted_with_ctrl_c_at_any_moment_says_so_in_one_line(tmp_path, moment):
+    before = sandbox_containers()
+    run = subprocess.Popen(
+        [HEVAL_INSPECT, *score_command(tmp_path, count=20, seconds=1)],
+        env=os.environ | {"HEVAL_POOL_SIZE": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    said = []
+    if moment == "scoring":
+        while "programs" not in (line := run.stderr.readline()):  # its programs run
+            said.append(line)
+            assert line, "the run ended before it could be interrupted"
+        said.append(line)
+        time.sleep(2)
+    else:
+        time.sleep(moment)
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=120)
+    lines = said + stderr.splitlines(keepends=True)
+    assert run.returncode == 130, "".join(lines)
+    assert all(line.startswith("heval-inspect") for line in lines), "".join(lines)
+    [interrupted] = [line for line in lines if "interrupted" in line]
+    assert interrupted == lines[-1]
+    logs = list((tmp_path / "logs").glob("*.eval"))
+    for log in logs:
+        assert read_eval_log(str(log), header_only=True).status == "cancelled"
+        assert str(log) in interrupted
+    if moment == "scoring":
+        assert logs, "".join(lines)
+    assert stdout == ""
+    assert sandbox_containers() <= before  # the pool was taken down on the way out
+
+
+# The command, with a Ctrl-C sent to itself a moment after it enters one of the steps it awaits
+# before any program runs (the pool's start, Inspect's header of the log).
+INTERRUPTED_IN = """
+import asyncio, os, signal, sys
+import heval_inspect.batch as batch
+from heval_inspect.cli import main
+
+step = getattr(batch, sys.argv[1])
+
+async def interrupted(*args, **kwargs):
+    asyncio.get_running_loop().call_later(0.3, os.kill, os.getpid(), signal.SIGINT)
+    return await step(*args, **kwargs)
+
+setattr(batch, sys.argv[1], interrupted)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("step", ["standalone_pool", "eval_async"])
+def test_score_interrupted_while_it_starts_says_so_in_one_line(tmp_path, step):
+    before = sandbox_containers()
+    answer = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_IN, step, *score_command(tmp_path)],
+        env=os.environ | {"HEVAL_POOL_SIZE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert answer.returncode == 130, answer.stderr
+    [line] = answer.stderr.splitlines()
+    assert line.startswith("heval-inspect: interrupted (Ctrl-C)")
+    assert not (tmp_path / "logs").exists()
+    assert sandbox_containers() <= before

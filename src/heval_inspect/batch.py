@@ -38,7 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ from inspect_ai.model import ChatMessageUser
 from inspect_ai.scorer import Score
 
 from .data import problem_for, read_completions
-from .errors import TaskArgumentError
+from .errors import Interrupted, TaskArgumentError
 from .inspect_internals import EvalRecorder, log_compression_in_one_thread
 from .parallel import logs_by_run
 from .sandbox.pool import standalone_pool
@@ -212,7 +212,11 @@ async def _run(
     # Inspect's header of this task (run on no sample), written aside and thrown away; its
     # display (a run of no sample) is left out: the progress lines say what happens.
     with tempfile.TemporaryDirectory() as aside, contextlib.redirect_stdout(io.StringIO()):
-        [log] = await eval_async(task, model="none", limit=0, log_dir=aside, metadata=metadata)
+        header = await eval_async(task, model="none", limit=0, log_dir=aside, metadata=metadata)
+    if not header or header[0].status == "cancelled":
+        # Inspect ends a run that Ctrl-C stopped without raising (with no log, or a cancelled one).
+        raise Interrupted("interrupted (Ctrl-C) before any program ran; nothing was written.")
+    [log] = header
     log.eval.config.limit = None
     log.eval.dataset.sample_ids = [sample.id for sample in task.dataset]
     [scorer] = log.eval.scorers or []
@@ -240,16 +244,23 @@ async def _run(
                 await writer.add(scored)
                 progress.add(scored)
 
-        async with asyncio.TaskGroup() as workers:  # one failing stops the others
-            # As many programs as the pool holds (running, or next in an executor's input),
-            # and one more per container: while a worker records a sample, another has its
-            # program in that container's place, which never waits for this process.
-            for _ in range(pool.capacity + pool.size):
-                workers.create_task(work())
+        try:
+            async with asyncio.TaskGroup() as workers:  # one failing stops the others
+                # As many programs as the pool holds (running, or next in an executor's input),
+                # and one more per container: while a worker records a sample, another has its
+                # program in that container's place, which never waits for this process.
+                for _ in range(pool.capacity + pool.size):
+                    workers.create_task(work())
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None  # the one that stopped the others
+    except asyncio.CancelledError:  # Ctrl-C
+        await writer.finish(started, "cancelled")
+        raise Interrupted(
+            f"interrupted (Ctrl-C): {location} keeps the samples scored so far; run the same "
+            f"command again to score the rest."
+        ) from None
     except BaseException:
         await writer.finish(started, "cancelled")
-        _say(f"interrupted: {location} keeps the samples scored so far; run the same command "
-             f"again to score the rest")  # fmt: skip
         raise
     await writer.finish(started, "success")
     for old in interrupted:
@@ -388,4 +399,4 @@ def _say(text: str) -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()

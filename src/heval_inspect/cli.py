@@ -2,6 +2,7 @@
 
 import argparse
 import os
+import signal
 import sys
 from importlib.metadata import version
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import yaml
 
 from .batch import SAMPLES_PER_LOG, score_completions
+from .errors import Interrupted
 from .export import export_results
 from .host import usable_cores
 from .inspect_internals import PrerequisiteError
@@ -16,6 +18,31 @@ from .parallel import run_parallel
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command; its exit code. An error is one line on stderr saying what to do."""
+    try:
+        return _command(parser().parse_args(argv))
+    except (PrerequisiteError, OSError, ValueError) as error:
+        _error(error)
+        return 1
+    except Interrupted as error:
+        _error(error)
+        return INTERRUPTED
+    except KeyboardInterrupt:
+        _error("interrupted (Ctrl-C) before it finished; run the same command again.")
+        return INTERRUPTED
+
+
+# The exit code of a process that Ctrl-C (SIGINT) stopped, as shells give it.
+INTERRUPTED = 128 + signal.SIGINT
+
+
+def _error(error: BaseException | str) -> None:
+    # Some messages quote another program's output over several lines: one line, to be read.
+    print(f"heval-inspect: {' '.join(str(error).split())}", file=sys.stderr)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: every command and its options."""
     parser = argparse.ArgumentParser(prog="heval-inspect")
     parser.add_argument(
         "--version", action="version", version=f"%(prog)s {version('heval-inspect')}"
@@ -128,32 +155,30 @@ def main(argv: list[str] | None = None) -> int:
         default="plain",
         help="none: no progress lines (the others, as `heval-inspect parallel` passes, print them)",
     )
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "score":
-            logs = score_completions(
-                args.samples,
-                args.task,
-                _assignments(args.task_args, "-T"),
-                args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
-                _assignments(args.metadata, "--metadata"),
-                progress=args.display != "none",
-                samples_per_log=args.samples_per_log,
-            )
-            print("\n".join(logs))
-            return 0
-        if args.command == "report":
-            return _report(args.logs, args.out, args.baseline)
-        if args.command == "parallel":
-            command = args.eval_command
-            if command[:1] == ["--"]:
-                command = command[1:]
-            return run_parallel(command, args.shards, args.cores, args.run)
-        path = export_results(args.log, args.samples, args.out)
-    except (PrerequisiteError, OSError, ValueError) as error:
-        print(f"heval-inspect: {error}", file=sys.stderr)
-        return 1
-    print(path)
+    return parser
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.command == "score":
+        logs = score_completions(
+            args.samples,
+            args.task,
+            _assignments(args.task_args, "-T"),
+            args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
+            _assignments(args.metadata, "--metadata"),
+            progress=args.display != "none",
+            samples_per_log=args.samples_per_log,
+        )
+        print("\n".join(logs))
+        return 0
+    if args.command == "report":
+        return _report(args.logs, args.out, args.baseline)
+    if args.command == "parallel":
+        command = args.eval_command
+        if command[:1] == ["--"]:
+            command = command[1:]
+        return run_parallel(command, args.shards, args.cores, args.run)
+    print(export_results(args.log, args.samples, args.out))
     return 0
 
 
