@@ -1,6 +1,7 @@
 """`heval-inspect` as a user meets it: its version, its help, and its errors, each one line."""
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -25,9 +26,12 @@ def test_version_is_the_installed_packages():
     assert answer.stdout == f"heval-inspect {version('heval-inspect')}\n"
 
 
-def slow_tasks(tmp_path: Path, count: int, seconds: float) -> tuple[str, str]:
+def slow_tasks(
+    tmp_path: Path, count: int, seconds: float, answers: list[list[str]] | None = None
+) -> tuple[str, str]:
     """A problem file of `count` tasks whose tests sleep `seconds` (so that a run lasts), and a
-    completion file of their canonical answers: every program passes."""
+    completion file: each task's `answers` (its epochs), by default its canonical answer, which
+    passes."""
     problems, samples = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
     ids = [f"slow/{index}" for index in range(count)]
     problems.write_text(
@@ -47,14 +51,21 @@ def slow_tasks(tmp_path: Path, count: int, seconds: float) -> tuple[str, str]:
             for task_id in ids
         )
     )
+    answers = answers or [["    return 42\n"]] * count
     samples.write_text(
-        "".join(json.dumps({"task_id": i, "completion": "    return 42\n"}) + "\n" for i in ids)
+        "".join(
+            json.dumps({"task_id": task_id, "completion": answer}) + "\n"
+            for task_id, epochs in zip(ids, answers, strict=True)
+            for answer in epochs
+        )
     )
     return str(problems), str(samples)
 
 
-def score_command(tmp_path: Path, count: int = 2, seconds: float = 0) -> list[str]:
-    problems, samples = slow_tasks(tmp_path, count, seconds)
+def score_command(
+    tmp_path: Path, count: int = 2, seconds: float = 0, answers: list[list[str]] | None = None
+) -> list[str]:
+    problems, samples = slow_tasks(tmp_path, count, seconds, answers)
     return [
         "score", samples, "--task", "humaneval_infilling", "-T", f"problem_file={problems}",
         "--log-dir", str(tmp_path / "logs"),
@@ -191,3 +202,30 @@ def test_score_interrupted_while_it_starts_says_so_in_one_line(tmp_path, step):
     assert line.startswith("heval-inspect: interrupted (Ctrl-C)")
     assert not (tmp_path / "logs").exists()
     assert sandbox_containers() <= before
+
+
+RIGHT, WRONG = "    return 42\n", "    return 41\n"
+
+
+@pytest.mark.docker
+def test_score_ends_with_the_runs_headline_and_its_error_bar(tmp_path):
+    # Five problems, two epochs each: per task 1, 1/2, 0, 1/2, 1 of its epochs pass.
+    answers = [[RIGHT, RIGHT], [RIGHT, WRONG], [WRONG, WRONG], [WRONG, RIGHT], [RIGHT, RIGHT]]
+    per_task = [1, 0.5, 0, 0.5, 1]
+    mean = sum(per_task) / 5  # 0.6
+    # The clustered standard error with one task per problem: that of a mean.
+    stderr = math.sqrt(5 / 4 * sum(((x - mean) / 5) ** 2 for x in per_task))
+    headline = (
+        f"heval-inspect score: pass@1 {mean:.3f} ± {stderr:.3f} (stderr, clustered by problem)"
+    )
+    command = [HEVAL_INSPECT, *score_command(tmp_path, count=5, answers=answers)]
+    one_log = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
+    assert one_log.stderr.splitlines()[-1] == headline, one_log.stderr
+    [log] = (tmp_path / "logs").glob("*.eval")
+    metrics = read_eval_log(str(log), header_only=True).results.scores[0].metrics
+    assert (metrics["pass@1"].value, metrics["stderr"].value) == pytest.approx((mean, stderr))
+    # Run as logs of two problems at most (shards 1/3 ... 3/3): the whole run's figure again.
+    split = command[:-1] + [str(tmp_path / "split"), "--samples-per-log", "4"]
+    logs = subprocess.run(split, capture_output=True, text=True, check=True, timeout=300)
+    assert len(logs.stdout.split()) == 3
+    assert logs.stderr.splitlines()[-1] == headline, logs.stderr
