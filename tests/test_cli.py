@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
+from heval_inspect.data import HUMANEVAL, load_official
 from heval_inspect.sandbox import SANDBOX_DIR
 
 HEVAL_INSPECT = str(Path(sys.executable).with_name("heval-inspect"))
+INSPECT = str(Path(sys.executable).with_name("inspect"))
 
 
 def test_version_is_the_installed_packages():
@@ -229,3 +231,70 @@ def test_score_ends_with_the_runs_headline_and_its_error_bar(tmp_path):
     logs = subprocess.run(split, capture_output=True, text=True, check=True, timeout=300)
     assert len(logs.stdout.split()) == 3
     assert logs.stderr.splitlines()[-1] == headline, logs.stderr
+
+
+def export(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [HEVAL_INSPECT, "export", *arguments], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.docker
+def test_export_of_a_models_log_needs_no_samples_file(tmp_path):
+    subprocess.run(
+        [INSPECT, "eval", "heval_inspect/humaneval", "--model", "none",
+         "--solver", "heval_inspect/reference", "--limit", "3",
+         "--log-dir", str(tmp_path), "--display", "none"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    [log] = tmp_path.glob("*.eval")
+    answer = export(str(log))
+    assert answer.returncode == 0, answer.stderr
+    results = log.with_name(f"{log.stem}_results.jsonl")
+    assert answer.stdout == f"{results}\n"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert rows == [
+        {"task_id": problem["task_id"], "completion": problem["canonical_solution"],
+         "result": "passed", "passed": True}
+        for problem in load_official(HUMANEVAL)[:3]
+    ]  # fmt: skip
+
+
+@pytest.mark.docker
+def test_export_from_the_log_alone_is_the_export_from_its_samples_file(tmp_path):
+    answers = [[RIGHT, RIGHT], [RIGHT, WRONG], [WRONG, WRONG], [WRONG, RIGHT], [RIGHT, RIGHT]]
+    command = score_command(tmp_path, count=5, answers=answers)
+    subprocess.run([HEVAL_INSPECT, *command], check=True, capture_output=True, timeout=300)
+    [log] = (tmp_path / "logs").glob("*.eval")
+    samples = Path(command[1])
+    from_file = export(str(log), "--out", str(tmp_path / "from_file.jsonl"))
+    assert from_file.returncode == 0, from_file.stderr
+    kept = samples.rename(tmp_path / "elsewhere.jsonl")  # the log names a file that is gone
+    from_log = export(str(log))
+    assert from_log.returncode == 0, from_log.stderr
+    rows = (tmp_path / "from_file.jsonl").read_text()
+    assert Path(from_log.stdout.strip()).read_text() == rows
+    results = [json.loads(line) for line in rows.splitlines()]
+    assert [row["passed"] for row in results] == [r == RIGHT for epochs in answers for r in epochs]
+    assert {row["result"] for row in results} == {"passed", "failed: "}  # an assertion failed
+    # Named, the file is read again (its rows as they are), wherever it is.
+    named = export(str(log), "--samples", str(kept), "--out", str(tmp_path / "named.jsonl"))
+    assert named.returncode == 0, named.stderr
+    assert (tmp_path / "named.jsonl").read_text() == rows
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda folder: folder / "missing.eval", "Cannot read the log"),
+        (lambda folder: folder, "Cannot read the log"),
+        (lambda folder: Path(slow_tasks(folder, 1, 0)[1]), "Cannot read the log"),
+    ],
+    ids=["missing", "a folder", "not a log"],
+)
+def test_export_of_what_is_not_a_log_says_so_in_one_line(tmp_path, make, says):
+    given = make(tmp_path)
+    answer = export(str(given))
+    assert answer.returncode == 1
+    [line] = answer.stderr.splitlines()
+    assert line.startswith(f"heval-inspect: {says} {given}"), line

@@ -50,11 +50,28 @@ def parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser(
         "export",
-        help="write the reference harness's <samples>_results.jsonl for a finished log",
+        help="write the reference harness's results file (task_id, completion, result, passed) "
+        "for a finished log",
+        description=(
+            "Writes the reference harness's <samples>_results.jsonl for the log of any run of a "
+            "heval_inspect task: the rows of its completion file with each one's verdict, or, "
+            "for a model's run (or a completion file that is gone), one row per sample of the "
+            "log, in task order and then by epoch."
+        ),
     )
-    export.add_argument("log", help="an Inspect log of a task that replayed a completion file")
-    export.add_argument("--samples", help="the completion file (default: the one the log used)")
-    export.add_argument("--out", help="where to write (default: <samples>_results.jsonl)")
+    export.add_argument("log", help="the log (.eval or .json) of a run of a heval_inspect task")
+    export.add_argument(
+        "--samples",
+        metavar="FILE",
+        help="the completion file whose rows to write (default: the one the log replayed, if "
+        "it is there; else the rows come from the log itself)",
+    )
+    export.add_argument(
+        "--out",
+        metavar="FILE",
+        help="where to write (default: <samples>_results.jsonl, or <log>_results.jsonl beside "
+        "the log when the rows come from the log)",
+    )
     parallel = commands.add_parser(
         "parallel",
         help="run an `inspect eval` command as n shard processes on this machine, and wait",
