@@ -3,6 +3,7 @@
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from heval_inspect.data import HUMANEVAL, load_official
-from heval_inspect.sandbox import SANDBOX_DIR
+from heval_inspect.sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, SANDBOX_DIR
 
 HEVAL_INSPECT = str(Path(sys.executable).with_name("heval-inspect"))
 INSPECT = str(Path(sys.executable).with_name("inspect"))
@@ -298,3 +299,40 @@ def test_export_of_what_is_not_a_log_says_so_in_one_line(tmp_path, make, says):
     assert answer.returncode == 1
     [line] = answer.stderr.splitlines()
     assert line.startswith(f"heval-inspect: {says} {given}"), line
+
+
+def options_help(command: str) -> dict[str, str]:
+    """Each option of a command's --help (as the command prints it), by its first name: the
+    text of its entry, on one line."""
+    answer = subprocess.run(
+        [HEVAL_INSPECT, command, "--help"], capture_output=True, text=True, check=True
+    )
+    section = answer.stdout.split("\noptions:\n")[1]
+    entries: dict[str, str] = {}
+    for line in section.splitlines():
+        if re.match(r"  -", line):  # an option's first line; the rest are indented further
+            name = line.split()[0].rstrip(",")
+            entries[name] = line.strip()
+        elif line.startswith("   "):
+            entries[name] += " " + line.strip()
+    return entries
+
+
+COMMANDS = ["export", "parallel", "report", "score"]
+REQUIRED = {("score", "--task")}  # no default to name
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_of_every_command_names_its_default(command):
+    entries = options_help(command)
+    assert len(entries) > 1, entries  # -h and the command's own
+    for name, entry in entries.items():
+        if name != "-h" and (command, name) not in REQUIRED:
+            assert "default" in entry, f"heval-inspect {command} --help: {entry}"
+
+
+def test_score_help_names_the_task_arguments_defaults():
+    entries = options_help("score")
+    assert f"timeout={DEFAULT_TIMEOUT:g} seconds" in entries["-T"]
+    assert f"memory_limit={DEFAULT_MEMORY_MIB} MiB" in entries["-T"]
+    assert "./logs" in entries["--log-dir"]

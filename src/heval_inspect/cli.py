@@ -15,6 +15,7 @@ from .export import export_results
 from .host import usable_cores
 from .inspect_internals import PrerequisiteError
 from .parallel import run_parallel
+from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,7 +117,12 @@ def parser() -> argparse.ArgumentParser:
         ),
     )
     report.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="log files or folders")
-    report.add_argument("--out", default="heval-report", help="folder to write into")
+    report.add_argument(
+        "--out",
+        default="heval-report",
+        metavar="DIR",
+        help="folder to write into (default: ./heval-report)",
+    )
     report.add_argument(
         "--baseline",
         metavar="MODEL",
@@ -146,16 +152,25 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a task argument, as for inspect eval (subsets, partial, k, timeout, memory_limit, "
-        "problem_file, data_dir, shard)",
+        help="a task argument, as for inspect eval: subsets, partial, k, timeout, memory_limit, "
+        "problem_file, data_dir, shard (defaults, the task's: humaneval_infilling's every subset, "
+        f"partial=false, k=1, timeout={DEFAULT_TIMEOUT:g} seconds, "
+        f"memory_limit={DEFAULT_MEMORY_MIB} MiB, the official problems from $HEVAL_DATA_DIR or "
+        "else the download cache, the whole run)",
     )
-    score.add_argument("--log-dir", default=None, help="default: $INSPECT_LOG_DIR, else ./logs")
+    score.add_argument(
+        "--log-dir",
+        default=None,
+        metavar="DIR",
+        help="where to write the log(s) (default: $INSPECT_LOG_DIR, else ./logs)",
+    )
     score.add_argument(
         "--metadata",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="eval metadata, as for inspect eval (e.g. label=NAME, which the report names runs by)",
+        help="eval metadata, as for inspect eval (e.g. label=NAME, which the report names runs "
+        "by; default: none)",
     )
     score.add_argument(
         "--samples-per-log",
@@ -170,7 +185,8 @@ def parser() -> argparse.ArgumentParser:
         "--display",
         choices=["full", "rich", "plain", "log", "conversation", "none"],
         default="plain",
-        help="none: no progress lines (the others, as `heval-inspect parallel` passes, print them)",
+        help="none: no progress lines (the others, as `heval-inspect parallel` passes, print "
+        "them; default: plain)",
     )
     return parser
 
