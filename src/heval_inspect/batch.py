@@ -38,20 +38,28 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from inspect_ai import Task, eval_async
 from inspect_ai.dataset import Sample
 from inspect_ai.event import InfoEvent, ScoreEvent
-from inspect_ai.log import EvalLog, EvalSample, read_eval_log_samples, recompute_metrics
+from inspect_ai.log import (
+    EvalLog,
+    EvalSample,
+    read_eval_log,
+    read_eval_log_sample_summaries,
+    read_eval_log_samples,
+    recompute_metrics,
+)
 from inspect_ai.model import ChatMessageUser
 from inspect_ai.scorer import Score
 
 from .data import problem_for, read_completions
-from .errors import TaskArgumentError
+from .errors import Interrupted, TaskArgumentError
 from .inspect_internals import EvalRecorder, log_compression_in_one_thread
+from .metrics import HEADLINE_STDERR
 from .parallel import logs_by_run
 from .sandbox.pool import standalone_pool
 from .schema import PASSED, RUN_KEY, SCORER
@@ -108,10 +116,37 @@ def score_completions(
     whole = function(samples=samples, **{k: v for k, v in task_args.items() if k != "shard"})
     log_compression_in_one_thread()  # a log entry per sample: see inspect_internals
     shards = log_shards(whole, task_args.get("shard"), samples_per_log)
-    return asyncio.run(
+    logs = asyncio.run(
         _run_logs(function, whole, task_name, samples, task_args, shards, log_dir,
                   metadata or {}, progress)
     )  # fmt: skip
+    shard = task_args.get("shard")
+    _say(headline(logs) + (f", of shard {shard} of the run" if shard else ""))
+    return logs
+
+
+def headline(logs: list[str]) -> str:
+    """The run's headline figure and its error bar, as `inspect eval` shows them: the log's own
+    results (its first metric, then `stderr`), or for a run written as several logs (shards of
+    it), the results Inspect computes with the task's metric from all their samples' scores."""
+    log = read_eval_log(logs[0], header_only=True)
+    if len(logs) > 1:
+        scores = [
+            EvalSample(id=summary.id, epoch=summary.epoch, input="", target="",
+                       metadata=summary.metadata, scores=summary.scores)
+            for each in logs
+            for summary in read_eval_log_sample_summaries(each)
+        ]  # fmt: skip
+        log = log.model_copy(update={"samples": scores})
+        recompute_metrics(log)
+    metrics = log.results.scores[0].metrics if log.results and log.results.scores else {}
+    if not metrics:
+        return "no sample was scored"
+    name, figure = next(iter(metrics.items()))
+    error = metrics[HEADLINE_STDERR].value if HEADLINE_STDERR in metrics else math.nan
+    if math.isnan(error):
+        return f"{name} {figure.value:.3f} (no standard error from a single problem)"
+    return f"{name} {figure.value:.3f} ± {error:.3f} (stderr, clustered by problem)"
 
 
 def log_shards(whole: Task, shard: str | None, samples_per_log: int) -> list[str | None]:
@@ -212,7 +247,11 @@ async def _run(
     # Inspect's header of this task (run on no sample), written aside and thrown away; its
     # display (a run of no sample) is left out: the progress lines say what happens.
     with tempfile.TemporaryDirectory() as aside, contextlib.redirect_stdout(io.StringIO()):
-        [log] = await eval_async(task, model="none", limit=0, log_dir=aside, metadata=metadata)
+        header = await eval_async(task, model="none", limit=0, log_dir=aside, metadata=metadata)
+    if not header or header[0].status == "cancelled":
+        # Inspect ends a run that Ctrl-C stopped without raising (with no log, or a cancelled one).
+        raise Interrupted("interrupted (Ctrl-C) before any program ran; nothing was written.")
+    [log] = header
     log.eval.config.limit = None
     log.eval.dataset.sample_ids = [sample.id for sample in task.dataset]
     [scorer] = log.eval.scorers or []
@@ -240,16 +279,23 @@ async def _run(
                 await writer.add(scored)
                 progress.add(scored)
 
-        async with asyncio.TaskGroup() as workers:  # one failing stops the others
-            # As many programs as the pool holds (running, or next in an executor's input),
-            # and one more per container: while a worker records a sample, another has its
-            # program in that container's place, which never waits for this process.
-            for _ in range(pool.capacity + pool.size):
-                workers.create_task(work())
+        try:
+            async with asyncio.TaskGroup() as workers:  # one failing stops the others
+                # As many programs as the pool holds (running, or next in an executor's input),
+                # and one more per container: while a worker records a sample, another has its
+                # program in that container's place, which never waits for this process.
+                for _ in range(pool.capacity + pool.size):
+                    workers.create_task(work())
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None  # the one that stopped the others
+    except asyncio.CancelledError:  # Ctrl-C
+        await writer.finish(started, "cancelled")
+        raise Interrupted(
+            f"interrupted (Ctrl-C): {location} keeps the samples scored so far; run the same "
+            f"command again to score the rest."
+        ) from None
     except BaseException:
         await writer.finish(started, "cancelled")
-        _say(f"interrupted: {location} keeps the samples scored so far; run the same command "
-             f"again to score the rest")  # fmt: skip
         raise
     await writer.finish(started, "success")
     for old in interrupted:
@@ -388,4 +434,4 @@ def _say(text: str) -> None:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()

@@ -2,28 +2,77 @@
 
 import argparse
 import os
+import signal
 import sys
+from importlib.metadata import version
 from typing import Any
 
 import yaml
 
 from .batch import SAMPLES_PER_LOG, score_completions
+from .errors import Interrupted
 from .export import export_results
 from .host import usable_cores
 from .inspect_internals import PrerequisiteError
 from .parallel import run_parallel
+from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command; its exit code. An error is one line on stderr saying what to do."""
+    try:
+        return _command(parser().parse_args(argv))
+    except (PrerequisiteError, OSError, ValueError) as error:
+        _error(error)
+        return 1
+    except Interrupted as error:
+        _error(error)
+        return INTERRUPTED
+    except KeyboardInterrupt:
+        _error("interrupted (Ctrl-C) before it finished; run the same command again.")
+        return INTERRUPTED
+
+
+# The exit code of a process that Ctrl-C (SIGINT) stopped, as shells give it.
+INTERRUPTED = 128 + signal.SIGINT
+
+
+def _error(error: BaseException | str) -> None:
+    # Some messages quote another program's output over several lines: one line, to be read.
+    print(f"heval-inspect: {' '.join(str(error).split())}", file=sys.stderr)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: every command and its options."""
     parser = argparse.ArgumentParser(prog="heval-inspect")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version('heval-inspect')}"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     export = commands.add_parser(
         "export",
-        help="write the reference harness's <samples>_results.jsonl for a finished log",
+        help="write the reference harness's results file (task_id, completion, result, passed) "
+        "for a finished log",
+        description=(
+            "Writes the reference harness's <samples>_results.jsonl for the log of any run of a "
+            "heval_inspect task: the rows of its completion file with each one's verdict, or, "
+            "for a model's run (or a completion file that is gone), one row per sample of the "
+            "log, in task order and then by epoch."
+        ),
     )
-    export.add_argument("log", help="an Inspect log of a task that replayed a completion file")
-    export.add_argument("--samples", help="the completion file (default: the one the log used)")
-    export.add_argument("--out", help="where to write (default: <samples>_results.jsonl)")
+    export.add_argument("log", help="the log (.eval or .json) of a run of a heval_inspect task")
+    export.add_argument(
+        "--samples",
+        metavar="FILE",
+        help="the completion file whose rows to write (default: the one the log replayed, if "
+        "it is there; else the rows come from the log itself)",
+    )
+    export.add_argument(
+        "--out",
+        metavar="FILE",
+        help="where to write (default: <samples>_results.jsonl, or <log>_results.jsonl beside "
+        "the log when the rows come from the log)",
+    )
     parallel = commands.add_parser(
         "parallel",
         help="run an `inspect eval` command as n shard processes on this machine, and wait",
@@ -68,7 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         ),
     )
     report.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="log files or folders")
-    report.add_argument("--out", default="heval-report", help="folder to write into")
+    report.add_argument(
+        "--out",
+        default="heval-report",
+        metavar="DIR",
+        help="folder to write into (default: ./heval-report)",
+    )
     report.add_argument(
         "--baseline",
         metavar="MODEL",
@@ -98,16 +152,25 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a task argument, as for inspect eval (subsets, partial, k, timeout, memory_limit, "
-        "problem_file, data_dir, shard)",
+        help="a task argument, as for inspect eval: subsets, partial, k, timeout, memory_limit, "
+        "problem_file, data_dir, shard (defaults, the task's: humaneval_infilling's every subset, "
+        f"partial=false, k=1, timeout={DEFAULT_TIMEOUT:g} seconds, "
+        f"memory_limit={DEFAULT_MEMORY_MIB} MiB, the official problems from $HEVAL_DATA_DIR or "
+        "else the download cache, the whole run)",
     )
-    score.add_argument("--log-dir", default=None, help="default: $INSPECT_LOG_DIR, else ./logs")
+    score.add_argument(
+        "--log-dir",
+        default=None,
+        metavar="DIR",
+        help="where to write the log(s) (default: $INSPECT_LOG_DIR, else ./logs)",
+    )
     score.add_argument(
         "--metadata",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="eval metadata, as for inspect eval (e.g. label=NAME, which the report names runs by)",
+        help="eval metadata, as for inspect eval (e.g. label=NAME, which the report names runs "
+        "by; default: none)",
     )
     score.add_argument(
         "--samples-per-log",
@@ -122,34 +185,33 @@ def main(argv: list[str] | None = None) -> int:
         "--display",
         choices=["full", "rich", "plain", "log", "conversation", "none"],
         default="plain",
-        help="none: no progress lines (the others, as `heval-inspect parallel` passes, print them)",
+        help="none: no progress lines (the others, as `heval-inspect parallel` passes, print "
+        "them; default: plain)",
     )
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "score":
-            logs = score_completions(
-                args.samples,
-                args.task,
-                _assignments(args.task_args, "-T"),
-                args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
-                _assignments(args.metadata, "--metadata"),
-                progress=args.display != "none",
-                samples_per_log=args.samples_per_log,
-            )
-            print("\n".join(logs))
-            return 0
-        if args.command == "report":
-            return _report(args.logs, args.out, args.baseline)
-        if args.command == "parallel":
-            command = args.eval_command
-            if command[:1] == ["--"]:
-                command = command[1:]
-            return run_parallel(command, args.shards, args.cores, args.run)
-        path = export_results(args.log, args.samples, args.out)
-    except (PrerequisiteError, OSError, ValueError) as error:
-        print(f"heval-inspect: {error}", file=sys.stderr)
-        return 1
-    print(path)
+    return parser
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.command == "score":
+        logs = score_completions(
+            args.samples,
+            args.task,
+            _assignments(args.task_args, "-T"),
+            args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
+            _assignments(args.metadata, "--metadata"),
+            progress=args.display != "none",
+            samples_per_log=args.samples_per_log,
+        )
+        print("\n".join(logs))
+        return 0
+    if args.command == "report":
+        return _report(args.logs, args.out, args.baseline)
+    if args.command == "parallel":
+        command = args.eval_command
+        if command[:1] == ["--"]:
+            command = command[1:]
+        return run_parallel(command, args.shards, args.cores, args.run)
+    print(export_results(args.log, args.samples, args.out))
     return 0
 
 

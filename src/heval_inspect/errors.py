@@ -20,5 +20,15 @@ class DockerUnavailableError(PrerequisiteError):
     """No Docker engine answers, and the sandbox needs one."""
 
 
+class SandboxStartError(PrerequisiteError):
+    """Docker answers, but the sandbox's image cannot be built or its containers cannot start
+    (a base image it cannot pull, a runtime it does not know, ...)."""
+
+
 class PoolSizeError(PrerequisiteError, ValueError):
     """HEVAL_POOL_SIZE is not a number of containers this machine can hold."""
+
+
+class Interrupted(Exception):
+    """The user stopped a command (Ctrl-C): not an error to fix, so not a PrerequisiteError. The
+    message says what was kept and how to go on."""

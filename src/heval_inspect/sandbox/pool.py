@@ -36,7 +36,7 @@ from inspect_ai.util import (
     sandboxenv,
 )
 
-from ..errors import DockerUnavailableError, PoolSizeError
+from ..errors import DockerUnavailableError, PoolSizeError, SandboxStartError
 from ..host import usable_cores
 from ..schema import Execution, executor_lost
 from . import (
@@ -44,10 +44,12 @@ from . import (
     EXECUTOR_SOURCE,
     EXECUTOR_USER,
     PROGRAM_TASKS,
+    RUNTIME_VARIABLE,
     SandboxFailure,
     compose_service,
     pool_compose_file,
 )
+from .provenance import sandbox_provenance
 
 logger = logging.getLogger(__name__)
 
@@ -208,8 +210,11 @@ class Pool:
         build = ["compose", "-p", BUILD_PROJECT, "-f", self.compose_file, "build"]
         code, _, error = await _docker(*build)
         if code != 0:
-            raise SandboxFailure(
-                f"`docker compose build` failed for the sandbox pool: {error[-2000:]}"
+            raise SandboxStartError(
+                f"The sandbox image could not be built (`docker compose build`: "
+                f"{_last_line(error)}). Its base image is "
+                f"{sandbox_provenance('pool')['base_image']}: make that one Docker has or can "
+                f"pull, or name another with HEVAL_SANDBOX_BASE_IMAGE, then run again."
             )
         for container in await self.start_containers():
             executor = Executor(container, source)
@@ -271,8 +276,11 @@ class Pool:
         command = ("up", "-d", "--no-recreate", "--scale", f"{SERVICE}={self.size}")
         code, _, error = await _docker(*self.compose(*command))
         if code != 0:
-            raise SandboxFailure(
-                f"`docker compose up` failed for the sandbox pool: {error[-2000:]}"
+            raise SandboxStartError(
+                f"The sandbox's containers could not be started (`docker compose up`: "
+                f"{_last_line(error)}). Fix what Docker says, then run again (their runtime: "
+                f"{os.environ.get(RUNTIME_VARIABLE) or 'runc'}, which {RUNTIME_VARIABLE} sets, "
+                f"runc if unset; `docker info` lists the runtimes Docker knows)."
             )
         code, ids, error = await _docker(*self.compose("ps", "-q", SERVICE))
         if code != 0 or len(ids.split()) != self.size:
@@ -283,6 +291,13 @@ class Pool:
         for executor in self.executors:
             await executor.stop()
         await _docker(*self.compose("down", "--timeout", "1"))
+
+
+def _last_line(output: str) -> str:
+    """What docker says went wrong: the last line of its stderr (the lines before are its
+    progress)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else "it said nothing"
 
 
 async def remove_dead_pools() -> list[str]:
@@ -485,12 +500,22 @@ _STANDALONE: dict[
 async def _serve_standalone(started: asyncio.Future[PoolSandboxEnvironment]) -> None:
     """Start a pool and keep it until this task is cancelled, as asyncio does with the tasks
     left when its loop ends: then the pool is stopped while the loop can still wait for it."""
+    pool = None
     try:
         pool = await new_pool(str(pool_compose_file()))
         await pool.start(EXECUTOR_SOURCE)
-    except Exception as error:
+    except BaseException as error:
+        # Failed or interrupted (Ctrl-C) while starting: no container of it stays behind.
+        if pool is not None:
+            await pool.stop()
+        if not isinstance(error, Exception):  # cancelled (Ctrl-C), or the process is ending
+            started.cancel()
+            raise
+        # The error goes to those waiting for the pool, through `started`, and nowhere else: an
+        # exception of this task, which nothing awaits, would be printed with its traceback
+        # ("Task exception was never retrieved") after the one clear message.
         started.set_exception(error)
-        raise
+        return
     started.set_result(PoolSandboxEnvironment(pool))
     try:
         await asyncio.Event().wait()

@@ -1,0 +1,338 @@
+"""`heval-inspect` as a user meets it: its version, its help, and its errors, each one line."""
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from heval_inspect.data import HUMANEVAL, load_official
+from heval_inspect.sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, SANDBOX_DIR
+
+HEVAL_INSPECT = str(Path(sys.executable).with_name("heval-inspect"))
+INSPECT = str(Path(sys.executable).with_name("inspect"))
+
+
+def test_version_is_the_installed_packages():
+    answer = subprocess.run(
+        [HEVAL_INSPECT, "--version"], capture_output=True, text=True, check=False
+    )
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout == f"heval-inspect {version('heval-inspect')}\n"
+
+
+def slow_tasks(
+    tmp_path: Path, count: int, seconds: float, answers: list[list[str]] | None = None
+) -> tuple[str, str]:
+    """A problem file of `count` tasks whose tests sleep `seconds` (so that a run lasts), and a
+    completion file: each task's `answers` (its epochs), by default its canonical answer, which
+    passes."""
+    problems, samples = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
+    ids = [f"slow/{index}" for index in range(count)]
+    problems.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "task_id": task_id,
+                    "prompt": "def answer():\n",
+                    "suffix": "",
+                    "canonical_solution": "    return 42\n",
+                    "test": f"import time\ntime.sleep({seconds})\n"
+                    "def check(candidate):\n    assert candidate() == 42\n",
+                    "entry_point": "answer",
+                }
+            )
+            + "\n"
+            for task_id in ids
+        )
+    )
+    answers = answers or [["    return 42\n"]] * count
+    samples.write_text(
+        "".join(
+            json.dumps({"task_id": task_id, "completion": answer}) + "\n"
+            for task_id, epochs in zip(ids, answers, strict=True)
+            for answer in epochs
+        )
+    )
+    return str(problems), str(samples)
+
+
+def score_command(
+    tmp_path: Path, count: int = 2, seconds: float = 0, answers: list[list[str]] | None = None
+) -> list[str]:
+    problems, samples = slow_tasks(tmp_path, count, seconds, answers)
+    return [
+        "score", samples, "--task", "humaneval_infilling", "-T", f"problem_file={problems}",
+        "--log-dir", str(tmp_path / "logs"),
+    ]  # fmt: skip
+
+
+def score(tmp_path: Path, environment: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [HEVAL_INSPECT, *score_command(tmp_path)],
+        env=os.environ | {"HEVAL_POOL_SIZE": "1"} | environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    "fault, says",
+    [("not installed", "Docker is not installed"), ("not running", "Docker is not running")],
+)
+def test_score_without_docker_says_so_in_one_line_and_fails(tmp_path, fault, says):
+    if fault == "not installed":
+        environment = {"PATH": str(tmp_path)}  # no `docker` on it
+    else:
+        environment = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    answer = score(tmp_path, environment)
+    assert answer.returncode == 1
+    [line] = answer.stderr.splitlines()  # no traceback, no "Task exception was never retrieved"
+    assert line.startswith(f"heval-inspect: {says}")
+    assert answer.stdout == ""
+
+
+def sandbox_containers() -> set[str]:
+    """The containers of pools started from this checkout's compose file (running or not)."""
+    listing = subprocess.run(
+        ["docker", "ps", "-a", "-q", "--filter",
+         f"label=com.docker.compose.project.working_dir={SANDBOX_DIR}"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return set(listing.stdout.split())
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        # The base image can be neither found nor pulled: the image cannot be built.
+        ("HEVAL_SANDBOX_BASE_IMAGE", "heval-inspect-no-such-base:0"),
+        # A runtime Docker does not know: the image builds, the containers cannot start.
+        ("HEVAL_SANDBOX_RUNTIME", "heval-no-such-runtime"),
+    ],
+)
+def test_score_with_a_sandbox_that_cannot_start_says_why_in_one_line(tmp_path, variable, value):
+    before = sandbox_containers()
+    answer = score(tmp_path, {variable: value})
+    assert answer.returncode == 1
+    [line] = answer.stderr.splitlines()
+    # What to change, and docker's own words, which name the value.
+    assert line.startswith("heval-inspect: ") and variable in line and value in line, line
+    assert sandbox_containers() <= before  # nothing left behind
+
+
+@pytest.mark.docker
+# From a moment in the import of the package (which takes seconds) to one where programs run.
+@pytest.mark.parametrize("moment", [0.2, 1.0, 2.0, 3.0, 4.0, "scoring"])
+def test_score_interrupted_with_ctrl_c_at_any_moment_says_so_in_one_line(tmp_path, moment):
+    before = sandbox_containers()
+    run = subprocess.Popen(
+        [HEVAL_INSPECT, *score_command(tmp_path, count=20, seconds=1)],
+        env=os.environ | {"HEVAL_POOL_SIZE": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    said = []
+    if moment == "scoring":
+        while "programs" not in (line := run.stderr.readline()):  # its programs run
+            said.append(line)
+            assert line, "the run ended before it could be interrupted"
+        said.append(line)
+        time.sleep(2)
+    else:
+        time.sleep(moment)
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=120)
+    lines = said + stderr.splitlines(keepends=True)
+    assert run.returncode == 130, "".join(lines)
+    assert all(line.startswith("heval-inspect") for line in lines), "".join(lines)
+    [interrupted] = [line for line in lines if "interrupted" in line]
+    assert interrupted == lines[-1]
+    logs = list((tmp_path / "logs").glob("*.eval"))
+    for log in logs:
+        assert read_eval_log(str(log), header_only=True).status == "cancelled"
+        assert str(log) in interrupted
+    if moment == "scoring":
+        assert logs, "".join(lines)
+    assert stdout == ""
+    assert sandbox_containers() <= before  # the pool was taken down on the way out
+
+
+# The command, with a Ctrl-C sent to itself a moment after it enters one of the steps it awaits
+# before any program runs (the pool's start, Inspect's header of the log).
+INTERRUPTED_IN = """
+import asyncio, os, signal, sys
+import heval_inspect.batch as batch
+from heval_inspect.cli import main
+
+step = getattr(batch, sys.argv[1])
+
+async def interrupted(*args, **kwargs):
+    asyncio.get_running_loop().call_later(0.3, os.kill, os.getpid(), signal.SIGINT)
+    return await step(*args, **kwargs)
+
+setattr(batch, sys.argv[1], interrupted)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("step", ["standalone_pool", "eval_async"])
+def test_score_interrupted_while_it_starts_says_so_in_one_line(tmp_path, step):
+    before = sandbox_containers()
+    answer = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_IN, step, *score_command(tmp_path)],
+        env=os.environ | {"HEVAL_POOL_SIZE": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert answer.returncode == 130, answer.stderr
+    [line] = answer.stderr.splitlines()
+    assert line.startswith("heval-inspect: interrupted (Ctrl-C)")
+    assert not (tmp_path / "logs").exists()
+    assert sandbox_containers() <= before
+
+
+RIGHT, WRONG = "    return 42\n", "    return 41\n"
+
+
+@pytest.mark.docker
+def test_score_ends_with_the_runs_headline_and_its_error_bar(tmp_path):
+    # Five problems, two epochs each: per task 1, 1/2, 0, 1/2, 1 of its epochs pass.
+    answers = [[RIGHT, RIGHT], [RIGHT, WRONG], [WRONG, WRONG], [WRONG, RIGHT], [RIGHT, RIGHT]]
+    per_task = [1, 0.5, 0, 0.5, 1]
+    mean = sum(per_task) / 5  # 0.6
+    # The clustered standard error with one task per problem: that of a mean.
+    stderr = math.sqrt(5 / 4 * sum(((x - mean) / 5) ** 2 for x in per_task))
+    headline = (
+        f"heval-inspect score: pass@1 {mean:.3f} ± {stderr:.3f} (stderr, clustered by problem)"
+    )
+    command = [HEVAL_INSPECT, *score_command(tmp_path, count=5, answers=answers)]
+    one_log = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
+    assert one_log.stderr.splitlines()[-1] == headline, one_log.stderr
+    [log] = (tmp_path / "logs").glob("*.eval")
+    metrics = read_eval_log(str(log), header_only=True).results.scores[0].metrics
+    assert (metrics["pass@1"].value, metrics["stderr"].value) == pytest.approx((mean, stderr))
+    # Run as logs of two problems at most (shards 1/3 ... 3/3): the whole run's figure again.
+    split = command[:-1] + [str(tmp_path / "split"), "--samples-per-log", "4"]
+    logs = subprocess.run(split, capture_output=True, text=True, check=True, timeout=300)
+    assert len(logs.stdout.split()) == 3
+    assert logs.stderr.splitlines()[-1] == headline, logs.stderr
+
+
+def export(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [HEVAL_INSPECT, "export", *arguments], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.docker
+def test_export_of_a_models_log_needs_no_samples_file(tmp_path):
+    subprocess.run(
+        [INSPECT, "eval", "heval_inspect/humaneval", "--model", "none",
+         "--solver", "heval_inspect/reference", "--limit", "3",
+         "--log-dir", str(tmp_path), "--display", "none"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    [log] = tmp_path.glob("*.eval")
+    answer = export(str(log))
+    assert answer.returncode == 0, answer.stderr
+    results = log.with_name(f"{log.stem}_results.jsonl")
+    assert answer.stdout == f"{results}\n"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert rows == [
+        {"task_id": problem["task_id"], "completion": problem["canonical_solution"],
+         "result": "passed", "passed": True}
+        for problem in load_official(HUMANEVAL)[:3]
+    ]  # fmt: skip
+
+
+@pytest.mark.docker
+def test_export_from_the_log_alone_is_the_export_from_its_samples_file(tmp_path):
+    answers = [[RIGHT, RIGHT], [RIGHT, WRONG], [WRONG, WRONG], [WRONG, RIGHT], [RIGHT, RIGHT]]
+    command = score_command(tmp_path, count=5, answers=answers)
+    subprocess.run([HEVAL_INSPECT, *command], check=True, capture_output=True, timeout=300)
+    [log] = (tmp_path / "logs").glob("*.eval")
+    samples = Path(command[1])
+    from_file = export(str(log), "--out", str(tmp_path / "from_file.jsonl"))
+    assert from_file.returncode == 0, from_file.stderr
+    kept = samples.rename(tmp_path / "elsewhere.jsonl")  # the log names a file that is gone
+    from_log = export(str(log))
+    assert from_log.returncode == 0, from_log.stderr
+    rows = (tmp_path / "from_file.jsonl").read_text()
+    assert Path(from_log.stdout.strip()).read_text() == rows
+    results = [json.loads(line) for line in rows.splitlines()]
+    assert [row["passed"] for row in results] == [r == RIGHT for epochs in answers for r in epochs]
+    assert {row["result"] for row in results} == {"passed", "failed: "}  # an assertion failed
+    # Named, the file is read again (its rows as they are), wherever it is.
+    named = export(str(log), "--samples", str(kept), "--out", str(tmp_path / "named.jsonl"))
+    assert named.returncode == 0, named.stderr
+    assert (tmp_path / "named.jsonl").read_text() == rows
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda folder: folder / "missing.eval", "Cannot read the log"),
+        (lambda folder: folder, "Cannot read the log"),
+        (lambda folder: Path(slow_tasks(folder, 1, 0)[1]), "Cannot read the log"),
+    ],
+    ids=["missing", "a folder", "not a log"],
+)
+def test_export_of_what_is_not_a_log_says_so_in_one_line(tmp_path, make, says):
+    given = make(tmp_path)
+    answer = export(str(given))
+    assert answer.returncode == 1
+    [line] = answer.stderr.splitlines()
+    assert line.startswith(f"heval-inspect: {says} {given}"), line
+
+
+def options_help(command: str) -> dict[str, str]:
+    """Each option of a command's --help (as the command prints it), by its first name: the
+    text of its entry, on one line."""
+    answer = subprocess.run(
+        [HEVAL_INSPECT, command, "--help"], capture_output=True, text=True, check=True
+    )
+    section = answer.stdout.split("\noptions:\n")[1]
+    entries: dict[str, str] = {}
+    for line in section.splitlines():
+        if re.match(r"  -", line):  # an option's first line; the rest are indented further
+            name = line.split()[0].rstrip(",")
+            entries[name] = line.strip()
+        elif line.startswith("   "):
+            entries[name] += " " + line.strip()
+    return entries
+
+
+COMMANDS = ["export", "parallel", "report", "score"]
+REQUIRED = {("score", "--task")}  # no default to name
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_of_every_command_names_its_default(command):
+    entries = options_help(command)
+    assert len(entries) > 1, entries  # -h and the command's own
+    for name, entry in entries.items():
+        if name != "-h" and (command, name) not in REQUIRED:
+            assert "default" in entry, f"heval-inspect {command} --help: {entry}"
+
+
+def test_score_help_names_the_task_arguments_defaults():
+    entries = options_help("score")
+    assert f"timeout={DEFAULT_TIMEOUT:g} seconds" in entries["-T"]
+    assert f"memory_limit={DEFAULT_MEMORY_MIB} MiB" in entries["-T"]
+    assert "./logs" in entries["--log-dir"]
