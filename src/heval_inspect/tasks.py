@@ -41,7 +41,7 @@ from .provenance import eval_metadata, task_version
 from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, pool_compose_file
 from .schema import SCORER
 from .scorer import unit_tests
-from .shard import apply_shard, parse_shard
+from .shard import apply_shard, parse_limit, parse_sample_ids, parse_shard, select
 from .solvers import infill_chat, infill_fim, replay
 
 logger = logging.getLogger(__name__)
@@ -147,6 +147,12 @@ class TaskArguments:
             openai-api-completions/... or vllm-completions/...; default: a chat prompt.
         shard: Run one of n shards, "i/n" numbered from 1 ("1/4" ... "4/4"): whole HumanEval
             problems per shard, balanced by number of tasks, the same split on every machine.
+        limit: The samples of the whole run, before `shard` splits them, as Inspect's --limit
+            takes them from the unsharded task: N (the first N) or "A-B" (the A-th to the B-th,
+            from 1). `heval-inspect parallel` passes its command's --limit so.
+        sample_id: The samples of the whole run by id ("HumanEval/0,HumanEval/7"), before
+            `shard` splits them, as Inspect's --sample-id (passed so by `heval-inspect
+            parallel`).
     """
 
     data_dir: str | None = None
@@ -161,6 +167,8 @@ class TaskArguments:
     memory_limit: int = DEFAULT_MEMORY_MIB
     fim_format: str | None = None
     shard: str | None = None
+    limit: int | str | None = None
+    sample_id: str | list[str] | None = None
 
     def check(self) -> None:
         """The plain-valued arguments, checked before any file is read."""
@@ -176,6 +184,8 @@ class TaskArguments:
             prompts.fim_format(self.fim_format)
         parse_ks(self.k)
         parse_shard(self.shard)
+        parse_limit(self.limit)
+        parse_sample_ids(self.sample_id)
 
 
 def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
@@ -264,6 +274,11 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
         )
     if fim:
         solver = solver or infill_fim(fim.name)
+    # The run's samples, then (below) the shard's share of them.
+    samples = select(
+        samples, parse_limit(arguments.limit), parse_sample_ids(arguments.sample_id),
+        lambda sample: str(sample.id),
+    )  # fmt: skip
     # Several subsets report each under its prefix, and blends; named by the task's subsets, so
     # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
     per_subset = len({subset for _, subset in files}) > 1
@@ -285,9 +300,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
             else [humaneval_metrics(arguments.k, per_subset=per_subset, cluster="problem_id")]
         ),
         headline_metric=(
-            None
-            if scorer
-            else HeadlineMetric(scorer=SCORER, metric=headline_name(ks, per_subset))
+            None if scorer else HeadlineMetric(scorer=SCORER, metric=headline_name(ks, per_subset))
         ),
         sandbox=_sandbox(sandbox),
         version=task_version(version),
