@@ -97,7 +97,7 @@ def test_a_process_that_loaded_no_task_finds_an_official_problem_by_its_source()
         f"print(problem_for('RandomSpanInfillingLight/HumanEval/7/1', {{'source': {source!r}}})"
         "['entry_point'])"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert run.stdout.strip() == "filter_by_substring", run.stderr
 
 
@@ -148,8 +148,13 @@ def test_unknown_task_argument_is_an_error_naming_the_arguments():
         ("timeout=.nan", "timeout=nan: give the seconds"),
         ("timeout=abc", "timeout='abc': give the seconds"),
         ("timeout=true", "timeout=True: give the seconds"),
-        ("timeout=86400", "timeout=86400: give the seconds each program may run, a number above 0 "
-         "and at most 3600"),
+        (
+            "timeout=86400",
+            (
+                "timeout=86400: give the seconds each program may run, a number above 0 "
+                "and at most 3600"
+            ),
+        ),
         ("memory_limit=abc", "memory_limit='abc': give whole MiB from 64"),
         ("memory_limit=512.5", "memory_limit=512.5: give whole MiB"),
         ("memory_limit=32", "memory_limit=32: give whole MiB from 64"),
@@ -203,3 +208,20 @@ def test_chat_is_the_default_and_sets_no_generation_limits():
 def test_unknown_fim_format_is_refused_with_the_valid_names():
     with pytest.raises(ValueError, match="Unknown fim_format 'starcoder3'.*codellama_spm"):
         humaneval_infilling(fim_format="starcoder3")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("extra", [[], ["-T", "fim_format=starcoder"]])
+def test_no_model_and_no_solver_that_needs_none_is_one_line_and_no_log(extra, tmp_path):
+    # --model none without --solver: the task's solver would ask a model there is not.
+    run = subprocess.run(
+        [str(Path(sys.executable).with_name("inspect")), "eval", "heval_inspect/humaneval",
+         "--model", "none", "--limit", "2", *extra, "--log-dir", str(tmp_path / "logs")],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    output = " ".join((run.stdout + run.stderr).split())
+    assert "Traceback" not in output and "PrerequisiteError" not in output, output
+    assert "--model none, but this task's solver (heval_inspect/infill_" in output, output
+    assert "--solver heval_inspect/reference" in output
+    assert run.returncode != 0
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())

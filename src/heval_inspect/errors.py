@@ -22,3 +22,7 @@ class DockerUnavailableError(PrerequisiteError):
 
 class PoolSizeError(PrerequisiteError, ValueError):
     """HEVAL_POOL_SIZE is not a number of containers this machine can hold."""
+
+
+class NoModelError(PrerequisiteError):
+    """The run has no model (--model none), and its solver asks one."""

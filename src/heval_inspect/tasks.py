@@ -42,7 +42,7 @@ from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, pool_com
 from .schema import SCORER
 from .scorer import unit_tests
 from .shard import apply_shard, parse_limit, parse_sample_ids, parse_shard, select
-from .solvers import infill_chat, infill_fim, replay
+from .solvers import AsksTheModel, infill_chat, infill_fim, replay
 
 logger = logging.getLogger(__name__)
 
@@ -273,7 +273,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
             {"role": "completions", "path": str(path.resolve()), "sha256": sha256_of(path)}
         )
     if fim:
-        solver = solver or infill_fim(fim.name)
+        solver = solver or AsksTheModel(infill_fim(fim.name), "heval_inspect/infill_fim")
     # The run's samples, then (below) the shard's share of them.
     samples = select(
         samples, parse_limit(arguments.limit), parse_sample_ids(arguments.sample_id),
@@ -285,7 +285,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
     task = Task(
         dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
-        solver=solver or infill_chat(),
+        solver=solver or AsksTheModel(infill_chat(), "heval_inspect/infill_chat"),
         config=(
             GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
             if fim
