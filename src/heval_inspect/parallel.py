@@ -99,8 +99,8 @@ def whole_run_selection(
         position += 1
     environ = dict(environ)
     for variable, option in WHOLE_RUN_ENV.items():
-        value = environ.pop(variable, None)
-        if value is not None:
+        value = environ.pop(variable, "")
+        if value:
             picked.setdefault(WHOLE_RUN_OPTIONS[option], value)
     shuffled = "--sample-shuffle" in kept or any(a.startswith("--sample-shuffle=") for a in kept)
     if "limit" in picked and (shuffled or environ.get(SHUFFLE_ENV)):
