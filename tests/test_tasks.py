@@ -1,5 +1,6 @@
 """The registered tasks: names, sizes, sample shape, arguments. No sandbox needed."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,8 +138,8 @@ def test_unknown_task_argument_is_an_error_naming_the_arguments():
 @pytest.mark.parametrize(
     "argument, message",
     [
-        ("subsets=single", "Unknown infilling subset(s) ['single']: choose from single_line"),
-        ("sbset=single_line", "has no argument sbset: its arguments are subsets"),
+        ("subsets=single", "Unknown infilling subset(s) ['single'] (did you mean single_line?)"),
+        ("sbset=single_line", "has no argument sbset (did you mean subsets?): its arguments are"),
         ("k=0", "k=0: give one or more whole numbers of 1 or more"),
         ("problem_file=missing.jsonl", "Problem file missing.jsonl does not exist."),
         ("memory_limit=4096", "memory_limit=4096: give whole MiB from 64"),
@@ -225,3 +226,26 @@ def test_no_model_and_no_solver_that_needs_none_is_one_line_and_no_log(extra, tm
     assert "--solver heval_inspect/reference" in output
     assert run.returncode != 0
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
+
+
+@pytest.mark.parametrize(
+    "task, arguments, message",
+    [
+        (humaneval_infilling, {"subset": "single_line"}, "has no argument subset (did you mean subsets?)"),
+        (humaneval, {"timout": 5}, "has no argument timout (did you mean timeout?)"),
+        (humaneval_infilling, {"subsets": "singel_line"}, "['singel_line'] (did you mean single_line?)"),
+        (humaneval_infilling, {"subsets": "multi_line,randomspan"}, "(did you mean random_span?)"),
+        (humaneval, {"fim_format": "starcodr"}, "'starcodr' (did you mean starcoder?)"),
+        (humaneval, {"sandbox": "pol"}, "'pol' (did you mean pool?)"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_name_is_answered_with_the_closest_names(task, arguments, message):
+    with pytest.raises(TaskArgumentError, match=re.escape(message)):
+        task(**arguments)
+
+
+def test_a_misspelt_fim_format_of_the_fim_solver_is_answered_with_the_closest():
+    from heval_inspect.solvers import infill_fim
+
+    with pytest.raises(TaskArgumentError, match=re.escape("'deepsek' (did you mean deepseek?)")):
+        infill_fim(fim_format="deepsek")

@@ -34,7 +34,7 @@ from .data import (
     remember,
     sha256_of,
 )
-from .errors import DataError, TaskArgumentError
+from .errors import DataError, TaskArgumentError, did_you_mean
 from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
@@ -110,8 +110,10 @@ def parse_subsets(subsets: str | list[str]) -> list[str]:
         names = [names]
     unknown = [name for name in names if name not in SUBSETS]
     if unknown or not names:
+        hint = did_you_mean(unknown[0], SUBSETS) if unknown else ""
         raise TaskArgumentError(
-            f"Unknown infilling subset(s) {unknown or names}: choose from {', '.join(SUBSETS)}, "
+            f"Unknown infilling subset(s) {unknown or names}{hint}: choose from "
+            f"{', '.join(SUBSETS)}, "
             f"or 'all' (e.g. -T subsets=single_line,multi_line)."
         )
     return names
@@ -216,7 +218,8 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise TaskArgumentError(
-                f"heval_inspect/{build.__name__} has no argument {', '.join(unknown)}: its "
+                f"heval_inspect/{build.__name__} has no argument {', '.join(unknown)}"
+                f"{did_you_mean(unknown[0], names)}: its "
                 f"arguments are {', '.join(names)} (see the README's 'Task arguments')."
             )
         arguments = TaskArguments(**{key: value for key, value in given.items()
@@ -239,7 +242,8 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
 def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
     if sandbox not in SANDBOX_TYPES:
         raise TaskArgumentError(
-            f"Unknown sandbox {sandbox!r}: choose from {', '.join(SANDBOX_TYPES)}."
+            f"Unknown sandbox {sandbox!r}{did_you_mean(sandbox, SANDBOX_TYPES)}: choose from "
+            f"{', '.join(SANDBOX_TYPES)}."
         )
     if sandbox == "local":
         logger.warning(
