@@ -10,7 +10,15 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from heval_inspect.cli import main
-from heval_inspect.parallel import pool_sizes, run_key, shard_commands, shard_range
+from heval_inspect.parallel import (
+    pool_sizes,
+    run_key,
+    shard_commands,
+    shard_range,
+    whole_run_selection,
+)
+
+INSPECT = str(Path(sys.executable).with_name("inspect"))
 
 
 @pytest.mark.parametrize(
@@ -60,6 +68,103 @@ def test_parallel_starts_every_shard_with_its_pool_and_waits(tmp_path, capsys):
 def test_parallel_without_a_command_says_what_to_give(capsys):
     assert main(["parallel", "--shards", "2"]) == 1
     assert "give the eval command after --" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "given, env, passed",
+    [
+        (["--limit", "10"], {}, ["-T", "limit=10"]),
+        (["--limit=11-20"], {}, ["-T", "limit=11-20"]),
+        (["--sample-id", "HumanEval/0,HumanEval/7"], {}, ["-T", "sample_id=HumanEval/0,HumanEval/7"]),
+        ([], {"INSPECT_EVAL_LIMIT": "5"}, ["-T", "limit=5"]),
+        ([], {"INSPECT_EVAL_SAMPLE_ID": "HumanEval/3"}, ["-T", "sample_id=HumanEval/3"]),
+    ],
+)  # fmt: skip
+def test_inspects_sample_options_pick_the_samples_of_the_whole_run(given, env, passed):
+    command = [INSPECT, "eval", "heval_inspect/humaneval", *given, "--epochs", "2"]
+    translated, environ = whole_run_selection(command, {"PATH": "/bin", **env})
+    assert translated == [INSPECT, "eval", "heval_inspect/humaneval", "--epochs", "2", *passed]
+    assert environ == {"PATH": "/bin"}  # the shards' Inspect does not apply them again
+
+
+@pytest.mark.parametrize(
+    "given, env",
+    [
+        (["--limit", "3", "--sample-shuffle"], {}),
+        (["--limit", "3"], {"INSPECT_EVAL_SAMPLE_SHUFFLE": "1"}),
+    ],
+)
+def test_a_limit_of_a_shuffled_run_is_refused(given, env, capsys, monkeypatch):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code = main(["parallel", "--shards", "2", "--", INSPECT, "eval", "t", *given])
+    err = capsys.readouterr().err
+    assert code == 1 and "--limit with --sample-shuffle" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("program", ["no-such-inspect", "/no/such/folder/inspect"])
+def test_a_command_that_cannot_start_is_one_line_saying_what_to_do(program, capsys):
+    code = main(["parallel", "--shards", "2", "--", program, "eval", "heval_inspect/humaneval"])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert "Errno" not in err and "Traceback" not in err
+    assert (
+        ("is not on PATH: activate" in err)
+        if "/" not in program
+        else (f"cannot run {program}: no executable file there" in err)
+    )
+
+
+def test_inspect_off_path_points_to_the_environment_that_has_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # a shell without the virtual environment
+    code = main(["parallel", "--shards", "2", "--", "inspect", "eval", "heval_inspect/humaneval"])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert "`inspect` is not on PATH, but heval-inspect's environment has it" in err
+    assert f"give the command as {INSPECT}" in err
+
+
+# A stand-in for `inspect eval` that writes its shard's log and exits 0, as Inspect does when a
+# task ends in error: shard 2's log says error.
+ERROR_LOG = """
+import sys
+from inspect_ai.log import EvalLog, EvalSpec, EvalConfig, EvalDataset, write_eval_log
+argv = sys.argv
+shard = argv[argv.index("-T") + 1].split("=")[1]
+index, count = map(int, shard.split("/"))
+key = argv[argv.index("--metadata") + 1].split("=")[1]
+record = {"index": index, "count": count, "tasks": 1, "problems": ["HumanEval/0"],
+          "all_tasks": 2, "all_problems": 2, "numbering": "1-based"}
+spec = EvalSpec(created="2026-01-01T00:00:00+00:00", task="t", dataset=EvalDataset(),
+                model="none/none", config=EvalConfig(),
+                metadata={"heval_run": key, "shard": record})
+status = "error" if index == 2 else "success"
+write_eval_log(EvalLog(eval=spec, status=status), f"{argv[1]}/2026-01-01T00-00-00_t_{index}.json")
+"""
+
+
+def test_a_failed_shard_is_named_with_its_log_or_its_output(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    code = main(
+        ["parallel", "--shards", "3", "--cores", "3", "--",
+         sys.executable, "-c", ERROR_LOG, str(logs), "--log-dir", str(logs)]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    # Shard 2 exited 0, but its log says error; shard 3 wrote a log too (success), shard 1 also.
+    log = logs / "2026-01-01T00-00-00_t_2.json"
+    assert f"shard 2/3 failed (its log's status is error): its log is {log}" in err
+    assert "shard 1/3 failed" not in err and "shard 3/3 failed" not in err
+    # A shard that exits non-zero without a log: where its error is.
+    code = main(
+        ["parallel", "--shards", "2", "--", sys.executable, "-c", "import sys; sys.exit(4)",
+         "--log-dir", str(tmp_path / "none")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "shard 1/2 failed (exit code 4) and wrote no log: its error is in its output" in err
+    assert "shard 2/2 failed (exit code 4)" in err
 
 
 def test_a_machine_runs_its_range_of_the_shards(tmp_path):
@@ -179,3 +284,26 @@ def test_a_rerun_starts_only_the_shards_without_a_successful_log(tmp_path, capsy
     # Another command into the same folder is another run: both of its shards run.
     code, other, _ = run("-T", "timeout=2")
     assert code == 0 and len(other) == 4
+
+
+@pytest.mark.docker
+@pytest.mark.data
+@pytest.mark.parametrize(
+    "options, env, ids",
+    [
+        (["--limit", "3"], {}, ["HumanEval/0", "HumanEval/1", "HumanEval/2"]),
+        ([], {"INSPECT_EVAL_LIMIT": "11-13"}, ["HumanEval/10", "HumanEval/11", "HumanEval/12"]),
+        (["--sample-id", "HumanEval/7,HumanEval/40"], {}, ["HumanEval/7", "HumanEval/40"]),
+    ],
+)
+def test_limit_and_sample_id_mean_the_whole_run(options, env, ids, tmp_path, monkeypatch):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    logs = tmp_path / "logs"
+    command = [INSPECT, "eval", "heval_inspect/humaneval", "--model", "none",
+               "--solver", "heval_inspect/reference", *options, "--log-dir", str(logs)]  # fmt: skip
+    assert main(["parallel", "--shards", "2", "--cores", "2", "--", *command]) == 0
+    shard_logs = [read_eval_log(str(path)) for path in sorted(logs.glob("*.eval"))]
+    assert len(shard_logs) == 2 and {log.status for log in shard_logs} == {"success"}
+    assert sorted(str(s.id) for log in shard_logs for s in log.samples) == sorted(ids)
+    assert {log.eval.metadata["shard"]["all_tasks"] for log in shard_logs} == {len(ids)}

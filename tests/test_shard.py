@@ -1,5 +1,6 @@
 """Shards (`-T shard=i/n`): every task exactly once, whole problems, balanced. No sandbox needed."""
 
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -154,3 +155,47 @@ def test_a_bad_shard_on_the_command_line_is_one_message_and_no_log(tmp_path):
     assert run.returncode != 0
     assert "shard=0/4: shards are numbered from 1 to n (1-based)" in output, output
     assert "Traceback" not in output and not (tmp_path / "logs").exists()
+
+
+@pytest.mark.data
+def test_limit_and_sample_id_pick_the_runs_samples_before_the_split():
+    assert [s.id for s in humaneval(limit=3).dataset] == [f"HumanEval/{i}" for i in range(3)]
+    assert [s.id for s in humaneval(limit="11-13").dataset] == [
+        f"HumanEval/{i}" for i in (10, 11, 12)
+    ]
+    # -T sample_id=A,B arrives as a list; a single id as a string; in the task's order.
+    for given in (["HumanEval/40", "HumanEval/7"], "HumanEval/40,HumanEval/7"):
+        assert [s.id for s in humaneval(sample_id=given).dataset] == ["HumanEval/7", "HumanEval/40"]
+    parts = [humaneval(limit=10, shard=f"{i}/2") for i in (1, 2)]
+    assert sorted(s.id for p in parts for s in p.dataset) == sorted(
+        s.id for s in humaneval(limit=10).dataset
+    )
+    assert {p.metadata["shard"]["all_tasks"] for p in parts} == {10}
+
+
+@pytest.mark.parametrize(
+    "argument, message",
+    [
+        ({"limit": 0}, "limit=0: give the number of samples to run, 1 or more"),
+        ({"limit": "5-2"}, "limit='5-2': give the number of samples"),
+        ({"limit": "0-3"}, "limit='0-3': give the number"),
+        ({"limit": "1-2-3"}, "limit='1-2-3': give the number"),
+        ({"limit": "ten"}, "limit='ten': give the number"),
+        ({"limit": True}, "limit=True: give the number"),
+        ({"limit": 2.5}, "limit=2.5: give the number"),
+        ({"sample_id": ""}, "sample_id='': give one or more sample ids"),
+    ],
+)
+def test_bad_limit_and_sample_id_values_are_refused_saying_what_to_give(argument, message):
+    with pytest.raises(TaskArgumentError, match=re.escape(message)):
+        humaneval(**argument)
+
+
+@pytest.mark.data
+def test_samples_a_task_lacks_are_refused_naming_close_ones():
+    with pytest.raises(TaskArgumentError, match=re.escape("limit=200-300: this run has only 164")):
+        humaneval(limit="200-300")
+    with pytest.raises(
+        TaskArgumentError, match=r"no sample Humaneval/7 \(did you mean HumanEval/7"
+    ):
+        humaneval(sample_id="Humaneval/7")

@@ -1,5 +1,6 @@
 """The registered tasks: names, sizes, sample shape, arguments. No sandbox needed."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,7 +98,7 @@ def test_a_process_that_loaded_no_task_finds_an_official_problem_by_its_source()
         f"print(problem_for('RandomSpanInfillingLight/HumanEval/7/1', {{'source': {source!r}}})"
         "['entry_point'])"
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert run.stdout.strip() == "filter_by_substring", run.stderr
 
 
@@ -137,8 +138,8 @@ def test_unknown_task_argument_is_an_error_naming_the_arguments():
 @pytest.mark.parametrize(
     "argument, message",
     [
-        ("subsets=single", "Unknown infilling subset(s) ['single']: choose from single_line"),
-        ("sbset=single_line", "has no argument sbset: its arguments are subsets"),
+        ("subsets=single", "Unknown infilling subset(s) ['single'] (did you mean single_line?)"),
+        ("sbset=single_line", "has no argument sbset (did you mean subsets?): its arguments are"),
         ("k=0", "k=0: give one or more whole numbers of 1 or more"),
         ("problem_file=missing.jsonl", "Problem file missing.jsonl does not exist."),
         ("memory_limit=4096", "memory_limit=4096: give whole MiB from 64"),
@@ -148,8 +149,13 @@ def test_unknown_task_argument_is_an_error_naming_the_arguments():
         ("timeout=.nan", "timeout=nan: give the seconds"),
         ("timeout=abc", "timeout='abc': give the seconds"),
         ("timeout=true", "timeout=True: give the seconds"),
-        ("timeout=86400", "timeout=86400: give the seconds each program may run, a number above 0 "
-         "and at most 3600"),
+        (
+            "timeout=86400",
+            (
+                "timeout=86400: give the seconds each program may run, a number above 0 "
+                "and at most 3600"
+            ),
+        ),
         ("memory_limit=abc", "memory_limit='abc': give whole MiB from 64"),
         ("memory_limit=512.5", "memory_limit=512.5: give whole MiB"),
         ("memory_limit=32", "memory_limit=32: give whole MiB from 64"),
@@ -203,3 +209,43 @@ def test_chat_is_the_default_and_sets_no_generation_limits():
 def test_unknown_fim_format_is_refused_with_the_valid_names():
     with pytest.raises(ValueError, match="Unknown fim_format 'starcoder3'.*codellama_spm"):
         humaneval_infilling(fim_format="starcoder3")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("extra", [[], ["-T", "fim_format=starcoder"]])
+def test_no_model_and_no_solver_that_needs_none_is_one_line_and_no_log(extra, tmp_path):
+    # --model none without --solver: the task's solver would ask a model there is not.
+    run = subprocess.run(
+        [str(Path(sys.executable).with_name("inspect")), "eval", "heval_inspect/humaneval",
+         "--model", "none", "--limit", "2", *extra, "--log-dir", str(tmp_path / "logs")],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    output = " ".join((run.stdout + run.stderr).split())
+    assert "Traceback" not in output and "PrerequisiteError" not in output, output
+    assert "--model none, but this task's solver (heval_inspect/infill_" in output, output
+    assert "--solver heval_inspect/reference" in output
+    assert run.returncode != 0
+    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
+
+
+@pytest.mark.parametrize(
+    "task, arguments, message",
+    [
+        (humaneval_infilling, {"subset": "single_line"}, "has no argument subset (did you mean subsets?)"),
+        (humaneval, {"timout": 5}, "has no argument timout (did you mean timeout?)"),
+        (humaneval_infilling, {"subsets": "singel_line"}, "['singel_line'] (did you mean single_line?)"),
+        (humaneval_infilling, {"subsets": "multi_line,randomspan"}, "(did you mean random_span?)"),
+        (humaneval, {"fim_format": "starcodr"}, "'starcodr' (did you mean starcoder?)"),
+        (humaneval, {"sandbox": "pol"}, "'pol' (did you mean pool?)"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_name_is_answered_with_the_closest_names(task, arguments, message):
+    with pytest.raises(TaskArgumentError, match=re.escape(message)):
+        task(**arguments)
+
+
+def test_a_misspelt_fim_format_of_the_fim_solver_is_answered_with_the_closest():
+    from heval_inspect.solvers import infill_fim
+
+    with pytest.raises(TaskArgumentError, match=re.escape("'deepsek' (did you mean deepseek?)")):
+        infill_fim(fim_format="deepsek")

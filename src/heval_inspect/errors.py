@@ -5,7 +5,17 @@ without a traceback (as it does for its own missing prerequisites); each message
 wrong and what to do.
 """
 
+import difflib
+from collections.abc import Iterable
+
 from .inspect_internals import PrerequisiteError
+
+
+def did_you_mean(given: object, names: Iterable[str]) -> str:
+    """The hint for a misspelt name, ' (did you mean NAME?)' with the closest of `names`, or ''
+    when none is close."""
+    close = difflib.get_close_matches(str(given), list(names), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 class TaskArgumentError(PrerequisiteError, ValueError):
@@ -32,3 +42,7 @@ class PoolSizeError(PrerequisiteError, ValueError):
 class Interrupted(Exception):
     """The user stopped a command (Ctrl-C): not an error to fix, so not a PrerequisiteError. The
     message says what was kept and how to go on."""
+
+
+class NoModelError(PrerequisiteError):
+    """The run has no model (--model none), and its solver asks one."""

@@ -6,6 +6,10 @@ fails loudly when either of these stops behaving as relied on here.
 - PrerequisiteError: the error `inspect eval` prints as its message alone, without a traceback
   (as for its own missing prerequisites). The package's user errors derive from it (errors.py)
   so that a bad argument or missing file reads as one line saying what to do.
+- Chain: the class of a solver made of steps (`chain(...)`). Inspect makes a task's plan by
+  iterating it when no --solver replaces the task's own, before any sample runs and outside its
+  sample error handling: the tasks' default solvers, which ask a model, are one, so that a run
+  with no model (`--model none`) stops there with one line (solvers.py).
 - LocalSandboxEnvironment: the class of Inspect's `local` sandbox, which the scorer must tell
   apart from a container to run its executor directly (sandbox/execution.py).
 - EvalRecorder: the writer `inspect eval` writes its .eval logs with, a sample at a time, flushed
@@ -31,6 +35,9 @@ from inspect_ai._util.error import (  # inspect-evals-lint: ignore[private_api_i
 from inspect_ai.log._recorders.eval import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     EvalRecorder,
 )
+from inspect_ai.solver._chain import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+    Chain,
+)
 from inspect_ai.util._sandbox.local import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     LocalSandboxEnvironment,
 )
@@ -47,6 +54,7 @@ def log_compression_in_one_thread() -> None:
 
 
 __all__ = [
+    "Chain",
     "EvalRecorder",
     "LocalSandboxEnvironment",
     "PrerequisiteError",

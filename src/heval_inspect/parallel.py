@@ -12,11 +12,18 @@ starts only the shards that have no successful log of the same command in the lo
 shard's log records the command it came from (the eval metadata's `heval_run`, a digest of the
 command less its shard and display), so a rerun neither repeats finished work nor leaves two
 successful logs of one shard, which the report would refuse as an overlap.
+
+Inspect's `--limit` and `--sample-id` pick samples of each shard's own share, so over n shards
+`--limit 10` would run 10 samples n times: they mean the whole run, so they are passed to the
+task as `-T limit=...` and `-T sample_id=...`, which pick the run's samples before the shard
+split (shard.py).
 """
 
 import hashlib
 import os
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -58,9 +65,73 @@ def shard_commands(
     command: list[str], shards: int, run: Sequence[int] | None = None
 ) -> list[list[str]]:
     """The command of each shard this machine runs: the user's, with `-T shard=i/n` added."""
-    if any(arg.startswith("shard=") or arg.startswith("--task-arg=shard=") for arg in command):
+    if any(arg.startswith(("shard=", "--task-arg=shard=")) for arg in command):
         raise ValueError("the command already names a shard; leave -T shard=... to this command.")
     return [[*command, "-T", f"shard={index}/{shards}"] for index in run or range(1, shards + 1)]
+
+
+# Inspect's options (and their environment variables) that pick samples, which it applies to each
+# shard's share alone, and the task arguments that pick them from the whole run instead.
+WHOLE_RUN_OPTIONS = {"--limit": "limit", "--sample-id": "sample_id"}
+WHOLE_RUN_ENV = {"INSPECT_EVAL_LIMIT": "--limit", "INSPECT_EVAL_SAMPLE_ID": "--sample-id"}
+SHUFFLE_ENV = "INSPECT_EVAL_SAMPLE_SHUFFLE"
+
+
+def whole_run_selection(
+    command: list[str], environ: dict[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    """The command, and its environment, with Inspect's --limit and --sample-id (given as options
+    or as INSPECT_EVAL_LIMIT, INSPECT_EVAL_SAMPLE_ID) as the task arguments that pick the same
+    samples from the whole run before the shard split."""
+    kept: list[str] = []
+    picked: dict[str, str] = {}
+    position = 0
+    while position < len(command):
+        arg = command[position]
+        name, equals, value = arg.partition("=")
+        if name in WHOLE_RUN_OPTIONS and (equals or position + 1 < len(command)):
+            if not equals:
+                position += 1
+                value = command[position]
+            picked[WHOLE_RUN_OPTIONS[name]] = value
+        else:
+            kept.append(arg)
+        position += 1
+    environ = dict(environ)
+    for variable, option in WHOLE_RUN_ENV.items():
+        value = environ.pop(variable, "")
+        if value:
+            picked.setdefault(WHOLE_RUN_OPTIONS[option], value)
+    shuffled = "--sample-shuffle" in kept or any(a.startswith("--sample-shuffle=") for a in kept)
+    if "limit" in picked and (shuffled or environ.get(SHUFFLE_ENV)):
+        raise ValueError(
+            "--limit with --sample-shuffle: shards cannot take the shuffled run's first samples "
+            "between them; leave out one of the two (--sample-id picks given samples)."
+        )
+    for argument, value in picked.items():
+        kept += ["-T", f"{argument}={value}"]
+    return kept, environ
+
+
+def missing_program(program: str) -> str:
+    """What to do when the eval command's program cannot be started: it is not on PATH, or the
+    path given is not an executable file."""
+    beside = Path(sys.executable).with_name(Path(program).name)
+    if "/" in program:
+        return (
+            f"cannot run {program}: no executable file there; give the path of the eval "
+            f"command (e.g. {beside.parent}/inspect) or its name on PATH."
+        )
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return (
+            f"`{program}` is not on PATH, but heval-inspect's environment has it: activate that "
+            f"environment (source {beside.parent}/activate) or give the command as {beside}."
+        )
+    return (
+        f"`{program}` is not on PATH: activate the virtual environment that has inspect-ai "
+        f"and heval-inspect installed (source .venv/bin/activate; pip install heval-inspect), "
+        f"or give the command's path."
+    )
 
 
 def run_key(command: list[str]) -> str:
@@ -128,8 +199,11 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
             "inspect eval heval_inspect/humaneval_infilling --model none "
             "--solver heval_inspect/reference"
         )
+    if shutil.which(command[0]) is None:
+        raise ValueError(missing_program(command[0]))
     key = run_key(command)
-    finished = finished_shards(log_dir_of(command), key, shards)
+    log_dir = log_dir_of(command)
+    finished = finished_shards(log_dir, key, shards)
     for index in sorted(set(finished) & set(mine)):
         print(
             f"heval-inspect: shard {index}/{shards} already has a successful log of this command "
@@ -139,6 +213,7 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
     mine = [index for index in mine if index not in finished]
     if not mine:
         return 0
+    command, environ = whole_run_selection(command, dict(os.environ))
     command = [*command, "--metadata", f"{RUN_KEY}={key}"]
     if "--display" not in command and not any(a.startswith("--display=") for a in command):
         # n live displays in one terminal overwrite each other; the plain one prints lines.
@@ -162,16 +237,51 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
     processes = []
     for argv, size in zip(shard_commands(command, shards, mine), sizes, strict=True):
         print(f"heval-inspect: {POOL_SIZE_ENV}={size} {shlex.join(argv)}", file=sys.stderr)
-        processes.append(subprocess.Popen(argv, env=os.environ | {POOL_SIZE_ENV: str(size)}))
+        processes.append(subprocess.Popen(argv, env=environ | {POOL_SIZE_ENV: str(size)}))
     codes = _wait(processes)
-    failed = [(index, code) for index, code in zip(mine, codes, strict=True) if code != 0]
-    for index, code in failed:
-        print(
-            f"heval-inspect: shard {index}/{shards} failed (exit code {code}): "
-            f"`inspect eval-retry` its log, or rerun the command with -T shard={index}/{shards}.",
-            file=sys.stderr,
-        )
+    latest = latest_logs(log_dir, key)
+    failed = 0
+    for index, code in zip(mine, codes, strict=True):
+        log = latest.get(index)
+        # Inspect exits with 0 when a task ends in error: its log says so.
+        if code == 0 and (log is None or log[1].status == "success"):
+            continue
+        failed += 1
+        print(f"heval-inspect: {_failure(index, shards, code, log)}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def latest_logs(log_dir: str, key: str) -> dict[int, tuple[str, EvalLog]]:
+    """Each shard's newest log of the run `key` in `log_dir`, with its header."""
+    latest: dict[int, tuple[str, EvalLog]] = {}
+    for name, header in logs_of_run(log_dir, key):
+        shard = ShardRecord.from_metadata((header.eval.metadata or {}).get("shard"))
+        if shard and (
+            shard.index not in latest or header.eval.created > latest[shard.index][1].eval.created
+        ):
+            latest[shard.index] = (name, header)
+    return latest
+
+
+def _failure(index: int, shards: int, code: int, log: tuple[str, EvalLog] | None) -> str:
+    """One shard's failure: how it ended, where its log is, and what to do."""
+    if code < 0:
+        ended = f"killed by {signal.Signals(-code).name}"
+    elif code > 0:
+        ended = f"exit code {code}"
+    else:
+        ended = f"its log's status is {log[1].status if log else 'unknown'}"
+    rerun = "rerun this command (it starts only the shards without a successful log)"
+    if log is None:
+        return (
+            f"shard {index}/{shards} failed ({ended}) and wrote no log: its error is in its "
+            f"output above, after the line that starts it (-T shard={index}/{shards}); {rerun}."
+        )
+    name = log[0].removeprefix("file://")
+    return (
+        f"shard {index}/{shards} failed ({ended}): its log is {name}; {rerun}, or "
+        f"`inspect eval-retry {name}`."
+    )
 
 
 def _wait(processes: list[subprocess.Popen]) -> list[int]:

@@ -8,7 +8,7 @@ the prefix and the suffix between their own special tokens, one row of `FIM_FORM
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import TaskArgumentError
+from .errors import TaskArgumentError, did_you_mean
 
 GAP = "<FILL_ME>"
 
@@ -154,7 +154,8 @@ def fim_format(name: str) -> FimFormat:
     """The FIM family called `name`; a clear error listing the families otherwise."""
     if name not in FIM_FORMATS:
         raise TaskArgumentError(
-            f"Unknown fim_format {name!r}: choose one of {', '.join(FIM_FORMATS)} "
+            f"Unknown fim_format {name!r}{did_you_mean(name, FIM_FORMATS)}: choose one of "
+            f"{', '.join(FIM_FORMATS)} "
             f"(e.g. -T fim_format=starcoder), or leave it unset to prompt a chat model."
         )
     return FIM_FORMATS[name]

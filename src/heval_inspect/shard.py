@@ -8,8 +8,14 @@ the fewest tasks so far (ties to the lowest number). The same task arguments alw
 shards, on any machine, so n processes started with 1/n ... n/n score every task exactly once.
 
 Each shard's log records which shard it is (the eval metadata's `shard`), for merging.
+
+`-T limit=...` and `-T sample_id=...` pick the run's samples before the split, as Inspect's
+`--limit` and `--sample-id` pick them from the unsharded task: Inspect's own options apply to each
+shard's samples alone (`--limit 10` over 2 shards runs 20), so `heval-inspect parallel` passes
+them to the task as these arguments instead.
 """
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +30,8 @@ from .schema import ShardRecord
 T = TypeVar("T")
 
 SHARD_FORMAT = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+# Inspect's --limit: N (the first N samples) or A-B (the A-th to the B-th, from 1).
+LIMIT_FORMAT = re.compile(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?")
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,66 @@ def parse_shard(value: Any) -> Shard | None:
             f"JOB_COMPLETION_INDEX, pass index + 1."
         )
     return Shard(index, count)
+
+
+def parse_limit(value: Any) -> slice | None:
+    """`-T limit=N` or `-T limit=A-B` as the slice of the samples it keeps (None: all)."""
+    if value is None:
+        return None
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    match = LIMIT_FORMAT.fullmatch(text) if isinstance(text, str) else None
+    first, last = 0, 0  # refused below
+    if match and match.group(2) is None:
+        first, last = 1, int(match.group(1))
+    elif match:
+        first, last = int(match.group(1)), int(match.group(2))
+    if not 1 <= first <= last:
+        raise TaskArgumentError(
+            f"limit={value!r}: give the number of samples to run, 1 or more (-T limit=10), or "
+            f"the first and last of them, numbered from 1 (-T limit=11-20), as for --limit."
+        )
+    return slice(first - 1, last)
+
+
+def parse_sample_ids(value: Any) -> list[str] | None:
+    """`-T sample_id=ID,ID` as the list of its ids (None: all samples)."""
+    if value is None:
+        return None
+    ids = value if isinstance(value, list) else str(value).split(",")
+    ids = [str(each).strip() for each in ids if str(each).strip()]
+    if not ids:
+        raise TaskArgumentError(
+            f"sample_id={value!r}: give one or more sample ids, comma-separated "
+            f"(e.g. -T sample_id=HumanEval/0,HumanEval/7), as for --sample-id."
+        )
+    return ids
+
+
+def select(samples: Sequence[T], limit: slice | None, ids: list[str] | None,
+           id_of: Callable[[T], str]) -> list[T]:  # fmt: skip
+    """The samples a run keeps of `samples`: those of `ids`, in the task's order, then the
+    `limit` of them. Refuses ids the task does not have, naming the closest it has."""
+    kept = list(samples)
+    if ids is not None:
+        known = {id_of(sample) for sample in kept}
+        unknown = [each for each in ids if each not in known]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise TaskArgumentError(
+                f"sample_id: this task has no sample {', '.join(unknown[:3])}{hint}; its ids "
+                f"look like {', '.join(id_of(sample) for sample in kept[:2])}."
+            )
+        wanted = set(ids)
+        kept = [sample for sample in kept if id_of(sample) in wanted]
+    if limit is not None:
+        if limit.start >= len(kept):
+            raise TaskArgumentError(
+                f"limit={limit.start + 1}-{limit.stop}: this run has only {len(kept)} "
+                f"samples; start the range at {len(kept)} or less."
+            )
+        kept = kept[limit]
+    return kept
 
 
 def split(items: Sequence[T], count: int, group: Callable[[T], str]) -> list[list[T]]:
@@ -86,9 +154,9 @@ def apply_shard(task: Task, shard: Shard | None, group: Callable[[Sample], str])
     if not mine:
         total = len({group(sample) for sample in samples})
         raise TaskArgumentError(
-            f"shard={shard.index}/{shard.count}: this task has only {total} HumanEval "
-            f"problem(s), and a shard holds whole problems, so shard {shard.index} would be "
-            f"empty: use at most {total} shard(s)."
+            f"shard={shard.index}/{shard.count}: this run ({len(samples)} samples) has only "
+            f"{total} HumanEval problem(s), and a shard holds whole problems, so shard "
+            f"{shard.index} would be empty: use at most {total} shard(s), or more samples."
         )
     task.dataset = MemoryDataset(mine, name=task.dataset.name, location=task.dataset.location)
     task.metadata = (task.metadata or {}) | {

@@ -1,11 +1,15 @@
 """Solvers: ask a chat or a FIM model for the gap, or answer without any model (reference)."""
 
-from inspect_ai.model import ChatMessageAssistant, ModelOutput
+from collections.abc import Iterator
+
+from inspect_ai.model import ChatMessageAssistant, ModelOutput, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from . import prompts
 from .data import count_completions, problem_for, read_completions
+from .errors import NoModelError
 from .extract import middle_from_chat, middle_from_fim
+from .inspect_internals import Chain, PrerequisiteError
 
 # Where a solver leaves the code for the gap, for the scorer to insert as is.
 MIDDLE = "heval_inspect:middle"
@@ -47,6 +51,35 @@ def infill_fim(fim_format: str) -> Solver:
         return state
 
     return solve
+
+
+class AsksTheModel(Chain):
+    """A task's default solver, which asks the eval's model: with no model (--model none) the run
+    stops before any sample, with one line saying what to give, instead of with a traceback in
+    the first sample (Inspect's "No model specified").
+
+    Inspect makes a task's plan by iterating its solver when no --solver replaces it, before any
+    sample runs and outside its sample error handling (inspect_internals.py), so the check is
+    made there: only when this solver is the one that will run.
+    """
+
+    def __init__(self, solver: Solver, name: str) -> None:
+        super().__init__([solver])
+        self.name = name
+
+    def __iter__(self) -> Iterator[Solver]:
+        try:
+            model = get_model()
+        except PrerequisiteError:  # no model at all: Inspect says so itself
+            model = None
+        if model is not None and str(model) == "none/none":
+            raise NoModelError(
+                f"--model none, but this task's solver ({self.name}) asks a model: add "
+                f"--solver heval_inspect/reference (the canonical answers, no model), -T "
+                f"samples=FILE (completions made elsewhere, see the README), or a real model "
+                f"(e.g. --model openai/gpt-4o-mini)."
+            )
+        return super().__iter__()
 
 
 @solver

@@ -34,15 +34,15 @@ from .data import (
     remember,
     sha256_of,
 )
-from .errors import DataError, TaskArgumentError
+from .errors import DataError, TaskArgumentError, did_you_mean
 from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, pool_compose_file
 from .schema import SCORER
 from .scorer import unit_tests
-from .shard import apply_shard, parse_shard
-from .solvers import infill_chat, infill_fim, replay
+from .shard import apply_shard, parse_limit, parse_sample_ids, parse_shard, select
+from .solvers import AsksTheModel, infill_chat, infill_fim, replay
 
 logger = logging.getLogger(__name__)
 
@@ -110,8 +110,10 @@ def parse_subsets(subsets: str | list[str]) -> list[str]:
         names = [names]
     unknown = [name for name in names if name not in SUBSETS]
     if unknown or not names:
+        hint = did_you_mean(unknown[0], SUBSETS) if unknown else ""
         raise TaskArgumentError(
-            f"Unknown infilling subset(s) {unknown or names}: choose from {', '.join(SUBSETS)}, "
+            f"Unknown infilling subset(s) {unknown or names}{hint}: choose from "
+            f"{', '.join(SUBSETS)}, "
             f"or 'all' (e.g. -T subsets=single_line,multi_line)."
         )
     return names
@@ -147,6 +149,12 @@ class TaskArguments:
             openai-api-completions/... or vllm-completions/...; default: a chat prompt.
         shard: Run one of n shards, "i/n" numbered from 1 ("1/4" ... "4/4"): whole HumanEval
             problems per shard, balanced by number of tasks, the same split on every machine.
+        limit: The samples of the whole run, before `shard` splits them, as Inspect's --limit
+            takes them from the unsharded task: N (the first N) or "A-B" (the A-th to the B-th,
+            from 1). `heval-inspect parallel` passes its command's --limit so.
+        sample_id: The samples of the whole run by id ("HumanEval/0,HumanEval/7"), before
+            `shard` splits them, as Inspect's --sample-id (passed so by `heval-inspect
+            parallel`).
     """
 
     data_dir: str | None = None
@@ -161,6 +169,8 @@ class TaskArguments:
     memory_limit: int = DEFAULT_MEMORY_MIB
     fim_format: str | None = None
     shard: str | None = None
+    limit: int | str | None = None
+    sample_id: str | list[str] | None = None
 
     def check(self) -> None:
         """The plain-valued arguments, checked before any file is read."""
@@ -176,6 +186,8 @@ class TaskArguments:
             prompts.fim_format(self.fim_format)
         parse_ks(self.k)
         parse_shard(self.shard)
+        parse_limit(self.limit)
+        parse_sample_ids(self.sample_id)
 
 
 def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
@@ -206,7 +218,8 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise TaskArgumentError(
-                f"heval_inspect/{build.__name__} has no argument {', '.join(unknown)}: its "
+                f"heval_inspect/{build.__name__} has no argument {', '.join(unknown)}"
+                f"{did_you_mean(unknown[0], names)}: its "
                 f"arguments are {', '.join(names)} (see the README's 'Task arguments')."
             )
         arguments = TaskArguments(**{key: value for key, value in given.items()
@@ -229,7 +242,8 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
 def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
     if sandbox not in SANDBOX_TYPES:
         raise TaskArgumentError(
-            f"Unknown sandbox {sandbox!r}: choose from {', '.join(SANDBOX_TYPES)}."
+            f"Unknown sandbox {sandbox!r}{did_you_mean(sandbox, SANDBOX_TYPES)}: choose from "
+            f"{', '.join(SANDBOX_TYPES)}."
         )
     if sandbox == "local":
         logger.warning(
@@ -263,14 +277,19 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
             {"role": "completions", "path": str(path.resolve()), "sha256": sha256_of(path)}
         )
     if fim:
-        solver = solver or infill_fim(fim.name)
+        solver = solver or AsksTheModel(infill_fim(fim.name), "heval_inspect/infill_fim")
+    # The run's samples, then (below) the shard's share of them.
+    samples = select(
+        samples, parse_limit(arguments.limit), parse_sample_ids(arguments.sample_id),
+        lambda sample: str(sample.id),
+    )  # fmt: skip
     # Several subsets report each under its prefix, and blends; named by the task's subsets, so
     # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
     per_subset = len({subset for _, subset in files}) > 1
     task = Task(
         dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
-        solver=solver or infill_chat(),
+        solver=solver or AsksTheModel(infill_chat(), "heval_inspect/infill_chat"),
         config=(
             GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
             if fim
@@ -285,9 +304,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
             else [humaneval_metrics(arguments.k, per_subset=per_subset, cluster="problem_id")]
         ),
         headline_metric=(
-            None
-            if scorer
-            else HeadlineMetric(scorer=SCORER, metric=headline_name(ks, per_subset))
+            None if scorer else HeadlineMetric(scorer=SCORER, metric=headline_name(ks, per_subset))
         ),
         sandbox=_sandbox(sandbox),
         version=task_version(version),
