@@ -22,3 +22,8 @@ class DockerUnavailableError(PrerequisiteError):
 
 class PoolSizeError(PrerequisiteError, ValueError):
     """HEVAL_POOL_SIZE is not a number of containers this machine can hold."""
+
+
+class EndpointError(PrerequisiteError):
+    """A model endpoint that cannot fill the gap as asked: no key or URL, a refused request, a
+    model it does not have, or a suffix it refuses or ignores (fim_endpoints.py)."""
