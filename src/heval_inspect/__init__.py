@@ -1,14 +1,17 @@
 """Inspect AI tasks for HumanEval and HumanEval-Infilling, scored in a hardened Docker sandbox.
 
-Inspect's entry point: importing the package registers its tasks, solvers, scorers, hooks and the
-heval_pool sandbox.
+Inspect's entry point: importing the package registers its tasks, solvers, scorers, hooks, the
+heval_pool sandbox and the model providers of the FIM endpoints that take a suffix
+(fim_endpoints.py).
 """
 
+from .fim_endpoints import FimRequest
 from .metrics import KTooLargeWarning, humaneval_metrics
 from .provenance import SandboxImages
 from .sandbox.pool import PoolSandboxEnvironment  # noqa: F401  (registers the heval_pool sandbox)
 from .scorer import unit_tests
 from .solvers import infill_chat, infill_fim, reference, replay
+from .suffix_solvers import infill, infill_suffix
 from .tasks import (
     humaneval,
     humaneval_infilling,
@@ -19,6 +22,7 @@ from .tasks import (
 )
 
 __all__ = [
+    "FimRequest",
     "KTooLargeWarning",
     "SandboxImages",
     "humaneval",
@@ -28,8 +32,10 @@ __all__ = [
     "humaneval_random_span_infilling",
     "humaneval_random_span_infilling_light",
     "humaneval_single_line_infilling",
+    "infill",
     "infill_chat",
     "infill_fim",
+    "infill_suffix",
     "reference",
     "replay",
     "unit_tests",

@@ -46,3 +46,8 @@ class Interrupted(Exception):
 
 class NoModelError(PrerequisiteError):
     """The run has no model (--model none), and its solver asks one."""
+
+
+class EndpointError(PrerequisiteError):
+    """A model endpoint that cannot fill the gap as asked: no key or URL, a refused request, a
+    model it does not have, or a suffix it refuses or ignores (fim_endpoints.py)."""

@@ -42,7 +42,8 @@ from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, pool_com
 from .schema import SCORER
 from .scorer import unit_tests
 from .shard import apply_shard, parse_limit, parse_sample_ids, parse_shard, select
-from .solvers import AsksTheModel, infill_chat, infill_fim, replay
+from .solvers import AsksTheModel, infill_fim, replay
+from .suffix_solvers import infill
 
 logger = logging.getLogger(__name__)
 
@@ -135,8 +136,9 @@ class TaskArguments:
             epochs to the completions per task, after checking the file against the problems.
         partial: With `samples`, score only the tasks the file has completions for.
         k: The k of pass@k, one or several ("1,10"); each needs at least k epochs (--epochs).
-        solver: Defaults to asking a chat model (infill_chat), or with fim_format a FIM model
-            (infill_fim).
+        solver: Defaults to asking a chat model (infill_chat) or a FIM endpoint that takes the
+            suffix (infill_suffix), whichever the model is (infill), or with fim_format a FIM
+            model (infill_fim).
         scorer: Defaults to running the unit tests in the sandbox (unit_tests).
         sandbox: "pool" (long-lived hardened containers) or "docker" (one per sample).
         timeout: Seconds each program may run, less time spent waiting for a CPU (the
@@ -289,7 +291,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
     task = Task(
         dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
-        solver=solver or AsksTheModel(infill_chat(), "heval_inspect/infill_chat"),
+        solver=solver or AsksTheModel(infill(), "heval_inspect/infill"),
         config=(
             GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
             if fim

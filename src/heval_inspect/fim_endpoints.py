@@ -1,0 +1,473 @@
+"""Model providers for the hosted fill-in-the-middle endpoints that take the suffix themselves.
+
+These services take the code before the gap and the code after it as two fields and apply the
+model's FIM template on their side, so the user never names a FIM family. One provider per wire
+protocol, registered with Inspect (Inspect finds them through the package's entry point):
+
+| provider | endpoint | base URL variable (default) | key variable |
+| --- | --- | --- | --- |
+| `mistral-fim/MODEL` | Mistral `POST /v1/fim/completions` | MISTRAL_FIM_BASE_URL (api.mistral.ai) | MISTRAL_FIM_API_KEY, else MISTRAL_API_KEY (required) |
+| `openai-fim/SERVICE/MODEL` | OpenAI-compatible `POST /completions` with `suffix` | SERVICE_BASE_URL (known for openai, deepseek) | SERVICE_API_KEY (required) |
+| `ollama-fim/MODEL` | Ollama `POST /api/generate` with `suffix` | OLLAMA_FIM_BASE_URL (localhost:11434) | OLLAMA_FIM_API_KEY (optional) |
+| `llama-cpp-fim/MODEL` | llama.cpp server `POST /infill` | LLAMA_CPP_FIM_BASE_URL (localhost:8080) | LLAMA_CPP_FIM_API_KEY (optional) |
+
+The prefix and suffix reach the provider as a typed `FimRequest` in the user message's metadata
+(the solver `infill_suffix` puts it there): the provider sends them as they are. Before the first
+sample, each provider sends one small probe with a suffix and one without (`-M probe=false`
+skips it): a wrong key, a model the server does not have, an endpoint that refuses a suffix, or
+one that ignores it (the same prompt tokens with and without it) stops the run with one line.
+"""
+
+import os
+import time
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+import httpx
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageUser,
+    GenerateConfig,
+    ModelAPI,
+    ModelCall,
+    ModelOutput,
+    ModelUsage,
+    RetryDecision,
+    StopReason,
+    modelapi,
+)
+from inspect_ai.tool import ToolChoice, ToolInfo
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .errors import EndpointError
+from .prompts import GAP
+
+# Where the solver puts the FimRequest in the user message's metadata.
+FIM_REQUEST = "heval_inspect:fim_request"
+# Room for the longest canonical span and a model's detours, as for raw FIM prompts; a server's
+# own default is 16 tokens (OpenAI), 128 (Ollama) or no limit (llama.cpp).
+DEFAULT_MAX_TOKENS = 1024
+# A probe whose suffix has more tokens than any tokenizer could make of nothing.
+PROBE = ("def add(a, b):\n    return ", "\n\n\nassert add(1, 2) == 3, 'add(1, 2) should be 3'\n")
+HTTP_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+
+
+class FimRequest(BaseModel):
+    """The code around the gap, sent as the endpoint's two fields, unchanged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prefix: str
+    suffix: str
+
+    def as_message(self) -> ChatMessageUser:
+        """The user message that carries it: its text shows the gap, for people reading the
+        log; providers read the metadata only."""
+        return ChatMessageUser(
+            content=self.prefix + GAP + self.suffix,
+            metadata={FIM_REQUEST: self.model_dump()},
+        )
+
+    @classmethod
+    def of(cls, input: list[ChatMessage], provider: str) -> "FimRequest":
+        """The request in the last user message; one clear line if there is none."""
+        metadata = input[-1].metadata if input else None
+        try:
+            return cls.model_validate((metadata or {})[FIM_REQUEST])
+        except (KeyError, ValidationError):
+            raise EndpointError(
+                f"{provider} takes the code before and after the gap as two fields, not a "
+                f"prompt: run it with heval_inspect's default solver (or --solver "
+                f"heval_inspect/infill_suffix), without -T fim_format."
+            ) from None
+
+
+class Answer(BaseModel):
+    """What an endpoint answered, in the terms every protocol shares."""
+
+    text: str
+    stop_reason: StopReason
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def usage(self) -> ModelUsage | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        input_tokens, output_tokens = self.input_tokens or 0, self.output_tokens or 0
+        return ModelUsage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+        )
+
+
+class SuffixFimAPI(ModelAPI):
+    """A provider whose endpoint takes the prefix and the suffix as two fields.
+
+    A protocol says where it posts (`path`), what it sends (`body`) and how it reads the answer
+    (`answer`); this class handles the environment, the probe, errors and retries.
+    """
+
+    name: ClassVar[str]  # the provider's name, as in `--model name/...`
+    path: ClassVar[str]
+    default_base_url: ClassVar[str | None] = None
+    key_required: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig | None = None,
+        probe: bool = True,
+        **model_args: Any,
+    ) -> None:
+        if model_args:
+            raise EndpointError(
+                f"{self.name} takes no model argument {', '.join(sorted(model_args))} (only "
+                f"-M probe=false)."
+            )
+        base_url_var, key_vars = self.environment(model_name)
+        base_url = base_url or os.environ.get(base_url_var) or self.known_base_url(model_name)
+        if not base_url:
+            raise EndpointError(
+                f"{self.name}/{model_name}: set {base_url_var} (or --model-base-url) to the "
+                f"server's URL, e.g. https://host/v1."
+            )
+        super().__init__(
+            model_name, base_url.rstrip("/"), api_key, key_vars, config or GenerateConfig()
+        )
+        self.api_key = self.api_key or next(
+            (os.environ[var] for var in key_vars if os.environ.get(var)), None
+        )
+        if self.key_required and not self.api_key:
+            raise EndpointError(
+                f"{self.name}/{model_name}: set {key_vars[0]} to your API key (or to any "
+                f"value, e.g. none, for a server that takes no key)."
+            )
+        self.client = httpx.AsyncClient(timeout=HTTP_TIMEOUT)
+        if probe:
+            self.probe()
+
+    def environment(self, model_name: str) -> tuple[str, list[str]]:
+        """The variables of the base URL and of the key (the first is the one to set)."""
+        prefix = self.name.upper().replace("-", "_")
+        return f"{prefix}_BASE_URL", [f"{prefix}_API_KEY"]
+
+    def known_base_url(self, model_name: str) -> str | None:
+        """Where the service is when no variable says otherwise."""
+        return self.default_base_url
+
+    @property
+    def served_model(self) -> str:
+        """The model's name on the server."""
+        return self.model_name
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}{self.path}"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    @abstractmethod
+    def body(self, request: FimRequest, config: GenerateConfig) -> dict[str, Any]:
+        """The JSON body the endpoint takes: the two fields and the generation settings it has."""
+
+    @abstractmethod
+    def answer(self, response: dict[str, Any]) -> Answer:
+        """The endpoint's answer."""
+
+    def max_tokens(self) -> int | None:
+        return DEFAULT_MAX_TOKENS
+
+    def connection_key(self) -> str:
+        return f"{self.base_url} {self.initial_api_key}"
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> tuple[ModelOutput | Exception, ModelCall]:
+        body = self.body(FimRequest.of(input, self.name), config)
+        started = time.monotonic()
+        response = await self.client.post(self.url, json=body, headers=self.headers())
+        elapsed = time.monotonic() - started
+        if response.status_code >= 400:
+            call = ModelCall.create(body, {"status": response.status_code, "body": response.text})
+            call.error, call.time = True, elapsed
+            if retryable(response.status_code):
+                response.raise_for_status()  # Inspect retries it (should_retry)
+            return self.refusal(response), call
+        data = response.json()
+        answer = self.answer(data)
+        output = ModelOutput(
+            model=self.model_name,
+            choices=[
+                ChatCompletionChoice(
+                    message=ChatMessageAssistant(
+                        content=answer.text, model=self.model_name, source="generate"
+                    ),
+                    stop_reason=answer.stop_reason,
+                )
+            ],
+            usage=answer.usage(),
+            time=elapsed,
+        )
+        return output, ModelCall.create(body, data, time=elapsed)
+
+    def should_retry(self, ex: Exception) -> bool | RetryDecision:
+        if isinstance(ex, httpx.HTTPStatusError):
+            status = ex.response.status_code
+            retry_after = _seconds(ex.response.headers.get("retry-after"))
+            if status == 429:
+                return RetryDecision.rate_limit(retry_after=retry_after)
+            if retryable(status):
+                return RetryDecision.transient(retry_after=retry_after)
+            return RetryDecision.no()
+        if isinstance(ex, httpx.TransportError):  # connection reset, timeouts
+            return RetryDecision.transient()
+        return RetryDecision.no()
+
+    def is_auth_failure(self, ex: Exception) -> bool:
+        return isinstance(ex, httpx.HTTPStatusError) and ex.response.status_code == 401
+
+    def refusal(self, response: httpx.Response) -> EndpointError:
+        """One line for a request the server refused, with its own words."""
+        status = response.status_code
+        what = {
+            401: f"the key was refused: check {self.environment(self.model_name)[1][0]}",
+            403: f"the key was refused: check {self.environment(self.model_name)[1][0]}",
+            404: f"check the model name and that {self.base_url} serves {self.path}",
+        }.get(status, "check the model name, and that the model and endpoint take a suffix")
+        return EndpointError(
+            f"{self.name}/{self.model_name}: {self.url} refused the request ({status}: "
+            f"{server_message(response)}); {what}."
+        )
+
+    def probe(self) -> None:
+        """Send a small request with a suffix and one without, and stop the run with one line
+        if the server refuses them or answers the same prompt size to both (it ignored the
+        suffix). A server that is busy or failing (429, 5xx) is left to the run's retries."""
+        config = GenerateConfig(max_tokens=1, temperature=0.0)
+        counts = []
+        with httpx.Client(timeout=httpx.Timeout(60.0, connect=10.0)) as client:
+            for suffix in (PROBE[1], ""):
+                body = self.body(FimRequest(prefix=PROBE[0], suffix=suffix), config)
+                try:
+                    response = client.post(self.url, json=body, headers=self.headers())
+                except httpx.TransportError as error:
+                    raise EndpointError(
+                        f"{self.name}/{self.model_name}: no server answers at {self.base_url} "
+                        f"({type(error).__name__}): start it, or set "
+                        f"{self.environment(self.model_name)[0]} (or --model-base-url)."
+                    ) from None
+                if retryable(response.status_code):
+                    return
+                if response.status_code >= 400:
+                    raise self.refusal(response)
+                counts.append(self.answer(response.json()).input_tokens)
+        with_suffix, without = counts
+        if with_suffix is not None and without is not None and with_suffix <= without:
+            raise EndpointError(
+                f"{self.name}/{self.model_name}: {self.url} ignores the suffix (the prompt "
+                f"counted {with_suffix} tokens with it, {without} without): use an endpoint "
+                f"or model that fills in the middle, or -M probe=false to run anyway."
+            )
+
+
+def retryable(status: int) -> bool:
+    # 501 is llama.cpp's answer for a model without FIM tokens: retrying cannot help.
+    return status in (408, 429) or (status >= 500 and status != 501)
+
+
+def server_message(response: httpx.Response) -> str:
+    """The server's own words for an error, on one line."""
+    try:
+        data = response.json()
+    except ValueError:
+        text = response.text
+    else:
+        error = data.get("error", data.get("message", data.get("detail", data)))
+        if isinstance(error, dict):
+            error = error.get("message", error)
+        text = error if isinstance(error, str) else str(error)
+    return " ".join(text.split())[:300] or response.reason_phrase
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "eos": "stop",
+    "length": "max_tokens",
+    "limit": "max_tokens",
+}
+
+
+def _stop_reason(reason: str | None) -> StopReason:
+    return STOP_REASONS.get(reason or "", "unknown")
+
+
+def _sampling(config: GenerateConfig, seed: str) -> dict[str, Any]:
+    """The sampling settings given, under the names most endpoints use."""
+    settings = {
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        seed: config.seed,
+        "stop": config.stop_seqs,
+    }
+    return {name: value for name, value in settings.items() if value is not None}
+
+
+@modelapi("mistral-fim")
+class MistralFimAPI(SuffixFimAPI):
+    """Mistral's FIM completions (Codestral): https://docs.mistral.ai/api/#tag/fim."""
+
+    name = "mistral-fim"
+    path = "/fim/completions"
+    default_base_url = "https://api.mistral.ai/v1"
+    key_required = True
+
+    def environment(self, model_name: str) -> tuple[str, list[str]]:
+        return "MISTRAL_FIM_BASE_URL", ["MISTRAL_FIM_API_KEY", "MISTRAL_API_KEY"]
+
+    def body(self, request: FimRequest, config: GenerateConfig) -> dict[str, Any]:
+        return {
+            "model": self.served_model,
+            "prompt": request.prefix,
+            "suffix": request.suffix,
+            "max_tokens": config.max_tokens,
+            **_sampling(config, seed="random_seed"),
+        }
+
+    def answer(self, response: dict[str, Any]) -> Answer:
+        choice, usage = response["choices"][0], response.get("usage") or {}
+        return Answer(
+            text=choice["message"]["content"] or "",
+            stop_reason=_stop_reason(choice.get("finish_reason")),
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+        )
+
+
+@modelapi("openai-fim")
+class OpenAIFimAPI(SuffixFimAPI):
+    """An OpenAI-compatible `/completions` endpoint that takes `suffix`: OpenAI's
+    gpt-3.5-turbo-instruct, DeepSeek's beta endpoint, Ollama's /v1, ... The model name starts
+    with the service, which names the variables (`openai-fim/deepseek/deepseek-chat`:
+    DEEPSEEK_BASE_URL, DEEPSEEK_API_KEY), as Inspect's `openai-api/SERVICE/MODEL` does."""
+
+    name = "openai-fim"
+    path = "/completions"
+    key_required = True
+    known_base_urls: ClassVar[dict[str, str]] = {
+        "openai": "https://api.openai.com/v1",
+        "deepseek": "https://api.deepseek.com/beta",  # FIM is DeepSeek's beta feature
+    }
+
+    def __init__(self, model_name: str, *args: Any, **kwargs: Any) -> None:
+        model = model_name.partition("/")[2]
+        if not model:
+            raise EndpointError(
+                f"openai-fim/{model_name}: name the service before the model, e.g. "
+                f"openai-fim/openai/gpt-3.5-turbo-instruct or openai-fim/local/MODEL (the "
+                f"service names the variables LOCAL_BASE_URL and LOCAL_API_KEY)."
+            )
+        super().__init__(model_name, *args, **kwargs)
+
+    def known_base_url(self, model_name: str) -> str | None:
+        return self.known_base_urls.get(model_name.partition("/")[0].lower())
+
+    def environment(self, model_name: str) -> tuple[str, list[str]]:
+        service = model_name.partition("/")[0].upper().replace("-", "_")
+        return f"{service}_BASE_URL", [f"{service}_API_KEY"]
+
+    @property
+    def served_model(self) -> str:
+        return self.model_name.partition("/")[2]
+
+    def body(self, request: FimRequest, config: GenerateConfig) -> dict[str, Any]:
+        return {
+            "model": self.served_model,
+            "prompt": request.prefix,
+            "suffix": request.suffix,
+            "max_tokens": config.max_tokens,
+            **_sampling(config, seed="seed"),
+        }
+
+    def answer(self, response: dict[str, Any]) -> Answer:
+        choice, usage = response["choices"][0], response.get("usage") or {}
+        return Answer(
+            text=choice["text"] or "",
+            stop_reason=_stop_reason(choice.get("finish_reason")),
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+        )
+
+
+@modelapi("ollama-fim")
+class OllamaFimAPI(SuffixFimAPI):
+    """Ollama's native generate endpoint with `suffix`:
+    https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-completion."""
+
+    name = "ollama-fim"
+    path = "/api/generate"
+    default_base_url = "http://localhost:11434"
+
+    def body(self, request: FimRequest, config: GenerateConfig) -> dict[str, Any]:
+        options = {"num_predict": config.max_tokens, **_sampling(config, seed="seed")}
+        return {
+            "model": self.served_model,
+            "prompt": request.prefix,
+            "suffix": request.suffix,
+            "options": options,
+            "stream": False,
+        }
+
+    def answer(self, response: dict[str, Any]) -> Answer:
+        return Answer(
+            text=response.get("response") or "",
+            stop_reason=_stop_reason(response.get("done_reason")),
+            input_tokens=response.get("prompt_eval_count"),
+            output_tokens=response.get("eval_count"),
+        )
+
+
+@modelapi("llama-cpp-fim")
+class LlamaCppFimAPI(SuffixFimAPI):
+    """llama.cpp's server `/infill` (the model it was started with; the name is a label):
+    https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md#post-infill."""
+
+    name = "llama-cpp-fim"
+    path = "/infill"
+    default_base_url = "http://localhost:8080"
+
+    def body(self, request: FimRequest, config: GenerateConfig) -> dict[str, Any]:
+        return {
+            "input_prefix": request.prefix,
+            "input_suffix": request.suffix,
+            "n_predict": config.max_tokens,
+            **_sampling(config, seed="seed"),
+        }
+
+    def answer(self, response: dict[str, Any]) -> Answer:
+        stopped = "limit" if response.get("stopped_limit") else "stop"
+        return Answer(
+            text=response.get("content") or "",
+            stop_reason=_stop_reason(stopped),
+            input_tokens=response.get("tokens_evaluated"),
+            output_tokens=response.get("tokens_predicted"),
+        )

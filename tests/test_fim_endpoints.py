@@ -1,0 +1,412 @@
+"""The FIM endpoints that take a suffix, through their local fakes (heval_inspect.testing.fim_endpoints):
+real providers registered with Inspect, real `inspect eval` runs and logs, real scoring in the
+sandbox. The fakes follow each endpoint's public reference and refuse what the real ones refuse.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai import task_with
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import GenerateConfig, get_model
+
+from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
+from heval_inspect.errors import EndpointError
+from heval_inspect.fim_endpoints import DEFAULT_MAX_TOKENS, FimRequest
+from heval_inspect.tasks import TASKS, humaneval, humaneval_infilling
+from heval_inspect.testing.fim_endpoints import (
+    PROTOCOLS,
+    ROUTES,
+    STYLES,
+    FakeModel,
+    FimEndpointFake,
+)
+
+ROOT = Path(__file__).parents[1]
+# The provider of each protocol, and the environment variables its fake is named by.
+PROVIDERS = {
+    "mistral": ("mistral-fim/{model}", "MISTRAL_FIM"),
+    "openai": ("openai-fim/fake/{model}", "FAKE"),
+    "ollama": ("ollama-fim/{model}", "OLLAMA_FIM"),
+    "llama_cpp": ("llama-cpp-fim/{model}", "LLAMA_CPP_FIM"),
+}
+KEY = "secret-key"
+
+
+def is_mid_line(record: dict) -> bool:
+    middle, suffix = record["canonical_solution"], record["suffix"]
+    return (
+        not record["prompt"].endswith("\n")
+        and middle.strip() != ""
+        and not middle.endswith("\n")
+        and suffix[:1] not in ("", "\n")
+    )
+
+
+@pytest.fixture(scope="module")
+def selection() -> dict[str, list[dict]]:
+    """A few tasks per subset, with empty, whitespace-only and mid-line random spans."""
+    subsets = {name: load_official(file) for name, file in SUBSETS.items()}
+    random_span = subsets["random_span"]
+    chosen = {name: records[:2] for name, records in subsets.items()}
+    chosen["random_span"] += [r for r in random_span if r["canonical_solution"] == ""][:2]
+    chosen["random_span"] += [r for r in random_span if r["canonical_solution"].isspace()][:1]
+    chosen["random_span"] += [r for r in random_span if is_mid_line(r)][:2]
+    chosen["humaneval"] = load_official(HUMANEVAL)[:2]
+    return chosen
+
+
+def all_records() -> list[dict]:
+    return [
+        *(record for file in SUBSETS.values() for record in load_official(file)),
+        *load_official(HUMANEVAL),
+    ]
+
+
+def model_name(protocol: str, model: str) -> str:
+    return PROVIDERS[protocol][0].format(model=model)
+
+
+def use_fake(monkeypatch, fake: FimEndpointFake) -> None:
+    variables = PROVIDERS[fake.protocol][1]
+    monkeypatch.setenv(f"{variables}_BASE_URL", fake.url)
+    monkeypatch.setenv(f"{variables}_API_KEY", KEY)
+
+
+def selected_tasks(selection, **task_args):
+    ids = {record["task_id"] for records in selection.values() for record in records}
+    tasks = [humaneval_infilling(**task_args), humaneval(**task_args)]
+    for task in tasks:
+        task.dataset = task.dataset.filter(lambda sample: sample.id in ids)
+    return tasks
+
+
+def pass_at_1(log) -> dict[str, float]:
+    metrics = log.results.scores[0].metrics
+    names = [f"{name}/" for name in SUBSETS] if "infilling" in log.eval.task else [""]
+    return {name or "humaneval": metrics[f"{name}pass@1"].value for name in names}
+
+
+def verdicts(log) -> dict[str, float]:
+    return {str(sample.id): sample.scores["unit_tests"].value["passed"] for sample in log.samples}
+
+
+# -- the fakes refuse what the real endpoints refuse ---------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_fakes_refuse_a_field_the_endpoint_does_not_accept(protocol):
+    record = {"task_id": "t", "prompt": "a = ", "suffix": "\n", "canonical_solution": "1"}
+    bodies = {
+        "mistral": {"model": "perfect", "prompt": "a = ", "suffix": "\n"},
+        "openai": {"model": "perfect", "prompt": "a = ", "suffix": "\n"},
+        "ollama": {"model": "perfect", "prompt": "a = ", "suffix": "\n", "stream": False},
+        "llama_cpp": {"input_prefix": "a = ", "input_suffix": "\n"},
+    }
+    with FimEndpointFake(protocol, [record]) as fake:
+        route = fake.url.removesuffix("/v1") + ROUTES[protocol]
+        good = httpx.post(route, json=bodies[protocol])
+        assert good.status_code == 200, good.text
+        # A field of another protocol, a misspelt one, and one of the wrong type.
+        foreign = {"seed": 5} if protocol == "mistral" else {"random_seed": 5}
+        for extra in (foreign, {"max_token": 5}, {"suffix": 3, "input_suffix": 3}):
+            bad = httpx.post(route, json=bodies[protocol] | extra)
+            assert 400 <= bad.status_code < 500, (extra, bad.text)
+        if protocol == "ollama":
+            bad = httpx.post(route, json=bodies[protocol] | {"options": {"max_tokens": 5}})
+            assert bad.status_code == 400
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_generation_settings_reach_the_request_under_the_endpoints_names(protocol, monkeypatch):
+    record = {
+        "task_id": "t",
+        "prompt": "x = [\n  ",
+        "suffix": "  \n]\n",
+        "canonical_solution": "1,",
+    }
+    with FimEndpointFake(protocol, [record]) as fake:
+        use_fake(monkeypatch, fake)
+        config = GenerateConfig(
+            max_tokens=77, temperature=0.25, top_p=0.5, seed=7, stop_seqs=["\nclass"]
+        )
+        model = get_model(model_name(protocol, "perfect"), config=config)
+        request = FimRequest(prefix=record["prompt"], suffix=record["suffix"])
+        output = model_generate(model, request)
+        assert output.completion == "1,"
+        assert output.usage.input_tokens > 0 and output.usage.output_tokens > 0
+        [body] = fake.bodies()
+    sampling = {"temperature": 0.25, "top_p": 0.5, "stop": ["\nclass"]}
+    expected = {
+        "mistral": {"model": "perfect", "prompt": "x = [\n  ", "suffix": "  \n]\n",
+                    "max_tokens": 77, "random_seed": 7, **sampling},
+        "openai": {"model": "perfect", "prompt": "x = [\n  ", "suffix": "  \n]\n",
+                   "max_tokens": 77, "seed": 7, **sampling},
+        "ollama": {"model": "perfect", "prompt": "x = [\n  ", "suffix": "  \n]\n",
+                   "options": {"num_predict": 77, "seed": 7, **sampling}, "stream": False},
+        "llama_cpp": {"input_prefix": "x = [\n  ", "input_suffix": "  \n]\n", "n_predict": 77,
+                      "seed": 7, **sampling},
+    }  # fmt: skip
+    assert body == expected[protocol]
+
+
+def model_generate(model, request: FimRequest):
+    import asyncio
+
+    return asyncio.run(model.generate([request.as_message()]))
+
+
+# -- errors: one line, before any sample runs ------------------------------------------------------
+
+ONE_RECORD = [{"task_id": "t", "prompt": "a = ", "suffix": "\n", "canonical_solution": "1"}]
+
+
+def refusal(protocol, monkeypatch, models=None, model="perfect", key=KEY, **environment):
+    with FimEndpointFake(protocol, ONE_RECORD, models or {"perfect": FakeModel()}, KEY) as fake:
+        use_fake(monkeypatch, fake)
+        monkeypatch.setenv(f"{PROVIDERS[protocol][1]}_API_KEY", key)
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        with pytest.raises(EndpointError) as raised:
+            get_model(model_name(protocol, model), memoize=False)
+    message = str(raised.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_model_that_refuses_the_suffix_is_one_line_with_the_servers_words(protocol, monkeypatch):
+    message = refusal(
+        protocol, monkeypatch, {"coder": FakeModel(behaviour="refuses_suffix")}, "coder"
+    )
+    said = {"mistral": "does not support FIM", "openai": "suffix is not currently supported",
+            "ollama": "does not support insert", "llama_cpp": "Infill is not supported"}  # fmt: skip
+    assert said[protocol] in message and ROUTES[protocol].rsplit("/", 1)[1] in message
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_endpoint_that_ignores_the_suffix_is_one_line(protocol, monkeypatch):
+    message = refusal(
+        protocol, monkeypatch, {"base": FakeModel(behaviour="ignores_suffix")}, "base"
+    )
+    assert "ignores the suffix" in message and "-M probe=false" in message
+
+
+@pytest.mark.parametrize("protocol", ["mistral", "openai", "ollama"])
+def test_a_model_the_server_does_not_have_is_one_line_with_the_servers_words(protocol, monkeypatch):
+    message = refusal(protocol, monkeypatch, model="no-such-model")
+    assert "no-such-model" in message and "check the model name" in message
+
+
+@pytest.mark.parametrize("protocol", ["mistral", "openai"])
+def test_a_wrong_key_is_one_line(protocol, monkeypatch):
+    message = refusal(protocol, monkeypatch, key="wrong")
+    assert "401" in message and f"check {PROVIDERS[protocol][1]}_API_KEY" in message
+
+
+def test_a_missing_key_or_base_url_is_one_line_naming_the_variable(monkeypatch):
+    for variable in ("MISTRAL_FIM_API_KEY", "MISTRAL_API_KEY", "FAKE_API_KEY", "FAKE_BASE_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(EndpointError, match="set MISTRAL_FIM_API_KEY to your API key"):
+        get_model("mistral-fim/codestral-latest", memoize=False)
+    with pytest.raises(EndpointError, match=r"set FAKE_BASE_URL \(or --model-base-url\)"):
+        get_model("openai-fim/fake/model", memoize=False)
+    with pytest.raises(EndpointError, match="name the service before the model"):
+        get_model("openai-fim/gpt-3.5-turbo-instruct", memoize=False)
+    monkeypatch.setenv("OLLAMA_FIM_BASE_URL", "http://127.0.0.1:9")  # nothing listens
+    with pytest.raises(EndpointError, match="no server answers at http://127.0.0.1:9"):
+        get_model("ollama-fim/qwen2.5-coder", memoize=False)
+
+
+@pytest.mark.data
+def test_the_cli_prints_one_line_and_runs_no_sample(monkeypatch, tmp_path):
+    with FimEndpointFake("openai", ONE_RECORD, key=KEY) as fake:
+        environment = os.environ | {"FAKE_BASE_URL": fake.url, "FAKE_API_KEY": KEY}
+        command = [sys.executable, "-m", "inspect_ai", "eval",
+                   "heval_inspect/humaneval_single_line_infilling",
+                   "--model", "openai-fim/fake/no-such-model", "--limit", "1",
+                   "--log-dir", str(tmp_path)]  # fmt: skip
+        ran = subprocess.run(
+            command, check=False, capture_output=True, text=True, env=environment, timeout=300
+        )
+        assert ran.returncode != 0
+        assert "Traceback" not in ran.stderr + ran.stdout
+        assert "The model `no-such-model` does not exist" in ran.stderr + ran.stdout
+        assert fake.bodies() == []  # only the probe reached the server
+    assert not list(tmp_path.glob("*.eval"))
+
+
+# -- the same task, the same scoring --------------------------------------------------------------
+
+
+@pytest.mark.docker
+@pytest.mark.data
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_perfect_model_scores_1_on_every_subset_and_humaneval(
+    protocol, selection, monkeypatch, tmp_path
+):
+    records = [record for records in selection.values() for record in records]
+    with FimEndpointFake(protocol, records, key=KEY) as fake:
+        use_fake(monkeypatch, fake)
+        model = model_name(protocol, "perfect")
+        logs = inspect_eval(
+            selected_tasks(selection), model=model, log_dir=str(tmp_path), display="none"
+        )
+        bodies = fake.bodies()
+    for log in logs:
+        assert log.status == "success", log.error and log.error.message
+        log = read_eval_log(log.location, resolve_attachments=True)
+        assert set(pass_at_1(log).values()) == {1.0}, pass_at_1(log)
+        metrics = log.results.scores[0].metrics
+        assert all(m.value == 1.0 for name, m in metrics.items() if name.endswith("exact_match"))
+        assert log.plan.steps[0].solver == "heval_inspect/infill"
+        # Token usage, in the log's totals and in each sample.
+        usage = log.stats.model_usage[model]
+        assert usage.input_tokens > 0 and usage.output_tokens > 0
+        for sample in log.samples:
+            assert sample.model_usage[model].input_tokens > 0
+            # The request the model got, in the log: the sample's prefix and suffix, unchanged.
+            [event] = [event for event in sample.events if event.event == "model"]
+            record = next(r for r in records if r["task_id"] == sample.id)
+            fields = (
+                ("input_prefix", "input_suffix")
+                if protocol == "llama_cpp"
+                else ("prompt", "suffix")
+            )
+            assert [event.call.request[f] for f in fields] == [
+                record["prompt"],
+                record.get("suffix", ""),
+            ]
+    # One request per task, each with the task's texts as they are.
+    assert len(bodies) == len({record["task_id"] for record in records})
+
+
+@pytest.mark.docker
+@pytest.mark.data
+@pytest.mark.parametrize("style", [style for style in STYLES if style != "perfect"])
+def test_imperfect_answers_get_the_verdicts_the_raw_fim_path_gives(
+    style, selection, monkeypatch, tmp_path
+):
+    """Each family's answers in this style against the raw StarCoder FIM path's, whose server
+    writes the same text and then its stop token."""
+    records = [record for records in selection.values() for record in records]
+    fakes = {protocol: FimEndpointFake(protocol, records, {style: FakeModel(style)}, KEY)
+             for protocol in PROTOCOLS}  # fmt: skip
+    for fake in fakes.values():
+        fake.__enter__()
+        use_fake(monkeypatch, fake)
+    try:
+        tasks = [task_with(task, model=model_name(protocol, style))
+                 for protocol in PROTOCOLS for task in selected_tasks(selection)]  # fmt: skip
+        tasks += [task_with(task, model=f"openai-api-completions/fake/{style}")
+                  for task in selected_tasks(selection, fim_format="starcoder")]  # fmt: skip
+        logs = inspect_eval(tasks, log_dir=str(tmp_path), display="none", max_tasks=4)
+    finally:
+        for fake in fakes.values():
+            fake.__exit__(None, None, None)
+    assert all(log.status == "success" for log in logs)
+    raw = {}
+    for log in logs[-2:]:
+        raw |= verdicts(log)
+    tasks_selected = len({record["task_id"] for record in records})
+    assert len(raw) == tasks_selected
+    for log in logs[:-2]:
+        assert verdicts(log) == {task_id: raw[task_id] for task_id in verdicts(log)}, log.eval.model
+    passed = sum(raw.values())
+    # Not a test that cannot fail: the styles' verdicts are what their middles make of them.
+    expected = {"past_the_gap": tasks_selected, "repeats_suffix": None, "empty": None}[style]
+    if expected is not None:
+        assert passed == expected
+    else:
+        assert 0 < passed < tasks_selected / 2, passed
+
+
+# -- the README's commands, as written ---------------------------------------------------------------
+
+
+def readme_commands() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("<!-- suffix-endpoints -->\n```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.startswith("inspect eval ")]
+
+
+def test_the_readme_has_a_command_for_every_provider():
+    providers = {re.search(r"--model (\S+?)/", command)[1] for command in readme_commands()}
+    assert providers == {"mistral-fim", "openai-fim", "ollama-fim", "llama-cpp-fim"}
+
+
+@pytest.mark.docker
+@pytest.mark.data
+def test_the_readme_commands_run_as_written_against_the_fakes(tmp_path):
+    records = all_records()
+    commands = readme_commands()
+    models = [re.search(r"--model (\S+)", command)[1] for command in commands]
+    served = {name.split("/")[-1]: FakeModel() for name in models}
+    fakes = [FimEndpointFake(protocol, records, served, KEY) for protocol in PROTOCOLS]
+    # `inspect` as installed beside this interpreter (the venv's), as on the user's PATH.
+    environment = os.environ | {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    for fake in fakes:
+        fake.__enter__()
+        variables = PROVIDERS[fake.protocol][1]
+        environment |= {f"{variables}_BASE_URL": fake.url, f"{variables}_API_KEY": KEY}
+    # The variables the README names: the fakes stand for the services.
+    environment |= {"DEEPSEEK_BASE_URL": fakes[1].url, "DEEPSEEK_API_KEY": KEY,
+                    "MISTRAL_FIM_API_KEY": KEY}  # fmt: skip
+    try:
+        for command in commands:
+            log_dir = tmp_path / str(commands.index(command))
+            argv = [*shlex.split(command), "--limit", "2", "--log-dir", str(log_dir)]
+            ran = subprocess.run(
+                argv, check=False, capture_output=True, text=True, env=environment, timeout=600
+            )
+            assert ran.returncode == 0, (command, ran.stderr[-2000:])
+            [log_file] = log_dir.glob("*.eval")
+            log = read_eval_log(str(log_file))
+            metrics = log.results.scores[0].metrics.values()  # nan: a subset --limit left out
+            figures = [m.value for m in metrics if m.name.endswith("pass@1") and m.value == m.value]
+            assert log.status == "success" and figures and set(figures) == {1.0}, command
+    finally:
+        for fake in fakes:
+            fake.__exit__(None, None, None)
+    # Each fake got its endpoint's requests, the settings of the command line included.
+    assert [body["options"]["temperature"] for body in fakes[2].bodies()] == [0, 0]
+    assert [body["n_predict"] for body in fakes[3].bodies()] == [512, 512]
+    assert all(body["max_tokens"] == DEFAULT_MAX_TOKENS for body in fakes[0].bodies())
+
+
+# -- the sweep ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.data
+def test_a_perfect_model_scores_1_on_40_tasks_of_every_subset_per_family(monkeypatch, tmp_path):
+    records = all_records()
+    fakes = [FimEndpointFake(protocol, records, key=KEY) for protocol in PROTOCOLS]
+    for fake in fakes:
+        fake.__enter__()
+        use_fake(monkeypatch, fake)
+    try:
+        names = ["humaneval_single_line_infilling", "humaneval_multi_line_infilling",
+                 "humaneval_random_span_infilling", "humaneval_random_span_infilling_light",
+                 "humaneval"]  # fmt: skip
+        tasks = [task_with(TASKS[name](), model=model_name(protocol, "perfect"))
+                 for protocol in PROTOCOLS for name in names]  # fmt: skip
+        logs = inspect_eval(tasks, limit=40, log_dir=str(tmp_path), display="none", max_tasks=5)
+    finally:
+        for fake in fakes:
+            fake.__exit__(None, None, None)
+    for log in logs:
+        usage = log.stats.model_usage[log.eval.model]
+        score = log.results.scores[0].metrics["pass@1"].value  # one subset per task
+        print(log.eval.model, log.eval.task, f"pass@1 {score:.3f}", len(log.samples),
+              f"tokens in {usage.input_tokens} out {usage.output_tokens}")  # fmt: skip
+        assert log.status == "success" and len(log.samples) == 40
+        assert score == 1.0
