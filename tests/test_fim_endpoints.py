@@ -20,6 +20,7 @@ from inspect_ai.model import GenerateConfig, get_model
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.errors import EndpointError
 from heval_inspect.fim_endpoints import DEFAULT_MAX_TOKENS, FimRequest
+from heval_inspect.suffix_solvers import infill_suffix
 from heval_inspect.tasks import TASKS, humaneval, humaneval_infilling
 from heval_inspect.testing.fim_endpoints import (
     PROTOCOLS,
@@ -286,6 +287,28 @@ def test_a_perfect_model_scores_1_on_every_subset_and_humaneval(
             ]
     # One request per task, each with the task's texts as they are.
     assert len(bodies) == len({record["task_id"] for record in records})
+
+
+@pytest.mark.docker
+@pytest.mark.data
+def test_the_suffix_solver_named_on_its_own_asks_the_endpoint(selection, monkeypatch, tmp_path):
+    """`--solver heval_inspect/infill_suffix`, as a user names it, rather than through `infill`."""
+    records = selection["single_line"]
+    with FimEndpointFake("ollama", records, key=KEY) as fake:
+        use_fake(monkeypatch, fake)
+        tasks = selected_tasks({"single_line": records})
+        [log] = inspect_eval(
+            tasks[0],
+            model=model_name("ollama", "perfect"),
+            solver=infill_suffix(),
+            log_dir=str(tmp_path),
+            display="none",
+        )
+        bodies = fake.bodies()
+    assert log.status == "success", log.error and log.error.message
+    assert log.plan.steps[0].solver == "heval_inspect/infill_suffix"
+    assert log.results.scores[0].metrics["single_line/pass@1"].value == 1.0
+    assert sorted(body["prompt"] for body in bodies) == sorted(r["prompt"] for r in records)
 
 
 @pytest.mark.docker
