@@ -204,3 +204,24 @@ def runtime(request, monkeypatch) -> str:
     `runsc` prerequisite above)."""
     monkeypatch.setenv("HEVAL_SANDBOX_RUNTIME", request.param)
     return request.param
+
+
+@pytest.fixture
+def another_runs_pool():
+    """A container labelled as another run's pool container, started a second into the test,
+    with a process of a program's uid: another developer's tests or CI on the same engine. The
+    test must neither count nor touch it (tests/own_containers.py)."""
+    from heval_inspect.sandbox import COMPOSE_FILE, compose_service
+    from heval_inspect.sandbox.executor import PROGRAM_UID_BASE
+    from heval_inspect.sandbox.pool import BUILD_PROJECT
+
+    from .own_containers import AnotherRunsPool
+
+    build = ["docker", "compose", "-p", BUILD_PROJECT, "-f", str(COMPOSE_FILE), "build"]
+    subprocess.run(build, check=True, capture_output=True)
+    other = AnotherRunsPool(compose_service()["image"], PROGRAM_UID_BASE + 4242)
+    try:
+        yield other
+        assert other.untouched(), f"the test touched another run's container {other.container}"
+    finally:
+        other.remove()
