@@ -150,7 +150,7 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(
             f"{STRICT_ENV} is set, and selected tests need what is missing here:\n"
             + "\n".join(f"- {group}: {missing}" for group, (_, missing) in groups.items())
-            + "\nProvide it, or deselect those tests with -m 'not GROUP'."
+            + "\nProvide it, or deselect those tests: -m 'not MARKER' (-k 'not runsc' for runsc)."
         )
     for needing, missing in groups.values():
         for item in needing:
