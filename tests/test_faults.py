@@ -30,6 +30,8 @@ from heval_inspect.sandbox.pool import PROJECT_PREFIX
 from heval_inspect.solvers import reference
 from heval_inspect.tasks import humaneval_infilling
 
+from .own_containers import project_containers, projects_run_by
+
 pytestmark = pytest.mark.docker
 
 INSPECT = str(Path(sys.executable).with_name("inspect"))
@@ -97,20 +99,6 @@ def test_no_docker_is_one_clear_error_before_any_sample_runs(
     assert calls == []  # no solver (so no model) was called
 
 
-def containers(prefix: str = "heval-pool-") -> list[str]:
-    listing = subprocess.run(
-        ["docker", "ps", "-q", "--filter", f"name={prefix}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return listing.stdout.split()
-
-
-def pool_containers() -> list[str]:
-    return containers()
-
-
 # Programs run as a uid of their container's own, from PROGRAM_UID_BASE up; the container's own
 # processes are root's.
 def is_programs_uid(uid: str) -> bool:
@@ -118,20 +106,23 @@ def is_programs_uid(uid: str) -> bool:
 
 
 class WhenAProgramStarts(threading.Thread):
-    """In the background: once a container (of the pool, or named with `prefix`) runs a program,
-    run the docker command `action(container)` on that container, once;
-    `done` says whether it was done. Containers in `ignore` (those running before the test's
-    own: an earlier test's pool still stopping, which has run programs) are left alone."""
+    """In the background: once a container of the run in process `owner` (this process by
+    default; else an `inspect eval` started as a subprocess) runs a program, run the docker command
+    `action(container)` on that container, once; `done` says whether it was done, and `projects`
+    holds the compose projects of that run's containers (tests/own_containers.py). Other runs'
+    containers on the engine (another developer's tests, CI beside them) are left alone."""
 
-    def __init__(self, action, prefix: str = "heval-pool-", ignore=frozenset()) -> None:
+    def __init__(self, action, owner: int | None = None) -> None:
         super().__init__(daemon=True)
-        self.action, self.prefix, self.ignore, self.done = action, prefix, ignore, False
+        self.action, self.owner, self.done = action, owner or os.getpid(), False
+        self.projects: set[str] = set()
         self.start()
 
     def run(self) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            for container in set(containers(self.prefix)) - self.ignore:
+            self.projects |= projects_run_by(self.owner)
+            for container in project_containers(self.projects):
                 # Seen from outside: a process of the programs' user. A probe run inside the
                 # container would be counted in the processes an executor starting meanwhile
                 # takes as its idle baseline, and hide a residue of as many processes.
@@ -145,6 +136,10 @@ class WhenAProgramStarts(threading.Thread):
                     self.done = True
                     return
             time.sleep(0.1)
+
+    def containers_left(self) -> set[str]:
+        """The run's containers still on the engine, running or stopped."""
+        return project_containers(self.projects, stopped_too=True)
 
 
 def run_while(actor: "WhenAProgramStarts", task, tmp_path, **options):
@@ -172,16 +167,15 @@ def scored_once(log) -> dict[str, str]:
 
 @pytest.mark.parametrize("action", ["kill", "rm -f"])
 def test_a_container_killed_or_removed_mid_program_is_replaced_and_the_program_run_again(
-    action, tmp_path, monkeypatch
+    action, tmp_path, monkeypatch, another_runs_pool
 ):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
-    others = set(pool_containers())  # other runs' on this engine may come and go
-    killer = WhenAProgramStarts(lambda container: [*action.split(), container], ignore=others)
+    killer = WhenAProgramStarts(lambda container: [*action.split(), container])
     log = run_while(
         killer, humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0, 0])), tmp_path
     )
     assert scored_once(log) == {f"slow/{i}": "passed" for i in range(3)}
-    assert set(pool_containers()) - others == set()
+    assert killer.containers_left() == set()
 
 
 def as_root(container: str, code: str) -> list[str]:
@@ -207,12 +201,11 @@ UNREAPED_ZOMBIE = (
     "signal_number", [signal.SIGKILL, signal.SIGSTOP], ids=["killed", "stopped"]
 )
 def test_a_lost_executor_gets_a_new_container_and_the_program_runs_again(
-    signal_number, tmp_path, monkeypatch
+    signal_number, tmp_path, monkeypatch, another_runs_pool
 ):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
-    others = set(pool_containers())  # other runs' on this engine may come and go
     code = SIGNAL_EXECUTOR.replace("{signal}", str(int(signal_number)))
-    signaller = WhenAProgramStarts(lambda container: as_root(container, code), ignore=others)
+    signaller = WhenAProgramStarts(lambda container: as_root(container, code))
     # With timeout=2 a stopped executor is given up after 2 x 10 s of wall clock + 10 s of grace.
     log = run_while(
         signaller,
@@ -224,14 +217,16 @@ def test_a_lost_executor_gets_a_new_container_and_the_program_runs_again(
         str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples
     }
     assert sorted(replaced.values(), key=str) == [1, None, None]
-    assert set(pool_containers()) - others == set()
+    assert signaller.containers_left() == set()
 
 
-def test_an_executor_lost_in_the_docker_sandbox_is_a_verdict_not_a_sample_error(tmp_path):
+def test_an_executor_lost_in_the_docker_sandbox_is_a_verdict_not_a_sample_error(
+    tmp_path, another_runs_pool
+):
     # Inspect's docker sandbox gives the sample a container of its own, removed with it: the
     # program whose executor ended without a verdict is `timed out` there, and the run goes on.
     code = SIGNAL_EXECUTOR.replace("{signal}", str(int(signal.SIGTERM)))
-    signaller = WhenAProgramStarts(lambda container: as_root(container, code), prefix="inspect-")
+    signaller = WhenAProgramStarts(lambda container: as_root(container, code))
     log = run_while(
         signaller,
         humaneval_infilling(problem_file=problem_file(tmp_path, [2, 0]), sandbox="docker"),
@@ -240,19 +235,17 @@ def test_an_executor_lost_in_the_docker_sandbox_is_a_verdict_not_a_sample_error(
     assert scored_once(log) == {"slow/0": "timed out", "slow/1": "passed"}
     [lost] = [s for s in log.samples if s.id == "slow/0"]
     assert "executor ended" in lost.scores["unit_tests"].metadata["reason"]
+    assert signaller.containers_left() == set()
 
 
 # With more than one sample at a time, the next program waits in the executor's input while the
 # first runs (pool.PIPELINE_DEPTH): it must not run in the container the first left unclean.
 @pytest.mark.parametrize("max_samples", [1, 3], ids=["one at a time", "the next one waiting"])
 def test_residue_the_executor_cannot_remove_gets_the_container_replaced(
-    max_samples, tmp_path, monkeypatch
+    max_samples, tmp_path, monkeypatch, another_runs_pool
 ):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
-    others = set(pool_containers())  # other runs' on this engine may come and go
-    planter = WhenAProgramStarts(
-        lambda container: as_root(container, UNREAPED_ZOMBIE), ignore=others
-    )
+    planter = WhenAProgramStarts(lambda container: as_root(container, UNREAPED_ZOMBIE))
     # The first program runs long enough for the planted process to exist before it ends, however
     # slowly a busy machine runs `docker exec` (2 s were not always enough in CI).
     task = humaneval_infilling(problem_file=problem_file(tmp_path, [8, 0, 0]), timeout=20)
@@ -267,7 +260,7 @@ def test_residue_the_executor_cannot_remove_gets_the_container_replaced(
         str(s.id): s.scores["unit_tests"].metadata.get("containers_replaced") for s in log.samples
     }
     assert replaced == {sample: 1 if sample == dirty else None for sample in residues}
-    assert set(pool_containers()) - others == set()
+    assert planter.containers_left() == set()
 
 
 def test_an_executor_that_finds_residue_runs_no_further_program(tmp_path):
@@ -303,10 +296,9 @@ def test_an_executor_that_finds_residue_runs_no_further_program(tmp_path):
     assert first["status"] == "passed" and first["residue"]["processes"] >= 1
 
 
-def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):
+def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path, another_runs_pool):
     log_dir = tmp_path / "logs"
     environment = os.environ | {"HEVAL_POOL_SIZE": "1"}
-    others = set(pool_containers())  # other runs' on this engine may come and go
     run = subprocess.Popen(
         [
             INSPECT, "eval", "heval_inspect/humaneval_infilling", "--model", "none",
@@ -318,7 +310,7 @@ def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):
     )  # fmt: skip
     # Interrupted once its programs run (a fixed wait once fell in the pool's start-up on a busy
     # machine, and the run went on to the end), after a few of the 40 one-second programs.
-    started = WhenAProgramStarts(lambda container: ["exec", container, "true"], ignore=others)
+    started = WhenAProgramStarts(lambda container: ["exec", container, "true"], owner=run.pid)
     started.join(timeout=90)
     assert started.done
     time.sleep(3)
@@ -327,7 +319,7 @@ def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):
     [interrupted] = [read_eval_log(info) for info in list_eval_logs(str(log_dir))]
     assert interrupted.status in ("cancelled", "error")
     assert 0 < len(interrupted.samples or []) < 40
-    assert pool_containers() == []  # the pool was taken down on the way out
+    assert started.containers_left() == set()  # the pool was taken down on the way out
 
     retry = subprocess.run(
         [INSPECT, "eval-retry", interrupted.location, "--log-dir", str(log_dir),
@@ -347,11 +339,12 @@ def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path):
     assert scored_once(completed) == {f"slow/{i}": "passed" for i in range(40)}
 
 
-def test_a_killed_run_stops_its_containers_and_the_next_pool_removes_them(tmp_path):
+def test_a_killed_run_stops_its_containers_and_the_next_pool_removes_them(
+    tmp_path, another_runs_pool
+):
     # SIGKILL: no cleanup at all in the eval process (as a requeued batch job's SIGTERM, which
     # Inspect does not handle). Its executors see their input end and stop their containers.
     environment = os.environ | {"HEVAL_POOL_SIZE": "2"}
-    others = set(pool_containers())
     run = subprocess.Popen(
         [
             INSPECT, "eval", "heval_inspect/humaneval_infilling", "--model", "none",
@@ -361,10 +354,10 @@ def test_a_killed_run_stops_its_containers_and_the_next_pool_removes_them(tmp_pa
         ],
         env=environment,
     )  # fmt: skip
-    started = WhenAProgramStarts(lambda container: ["exec", container, "true"], ignore=others)
+    started = WhenAProgramStarts(lambda container: ["exec", container, "true"], owner=run.pid)
     started.join(timeout=90)
     assert started.done
-    killed = set(pool_containers()) - others
+    killed = project_containers(started.projects)
     assert len(killed) == 2
     run.kill()
     run.wait(timeout=30)
@@ -386,7 +379,4 @@ def test_a_killed_run_stops_its_containers_and_the_next_pool_removes_them(tmp_pa
         solver=reference(), model="none", log_dir=str(tmp_path / "next"), display="none",
     )  # fmt: skip
     assert log.status == "success"
-    left = subprocess.run(
-        ["docker", "ps", "-a", "-q", "--no-trunc"], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert not [container for container in left if container.startswith(tuple(killed))]
+    assert started.containers_left() == set()

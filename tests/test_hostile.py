@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import re
-import subprocess
 
 import pytest
 from inspect_ai import eval as inspect_eval
@@ -26,6 +25,8 @@ from inspect_ai import eval as inspect_eval
 from heval_inspect.data import HUMANEVAL, load_official
 from heval_inspect.schema import Cause
 from heval_inspect.tasks import humaneval
+
+from .own_containers import OwnProjects, project_containers
 
 pytestmark = pytest.mark.docker
 
@@ -600,19 +601,9 @@ def matches(expected: str | re.Pattern, verdict: str) -> bool:
     return expected.fullmatch(verdict) is not None
 
 
-def heval_containers() -> set[str]:
-    listing = subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter", "label=com.docker.compose.project"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return set(listing.stdout.split())
-
-
 @pytest.mark.parametrize("sandbox", ["pool", "docker"])
 def test_every_hostile_case_gets_its_verdict_and_harms_nothing(
-    sandbox, runtime, tmp_path, monkeypatch
+    sandbox, runtime, tmp_path, monkeypatch, another_runs_pool
 ):
     # The pool runs every case, probe and control through one container, one at a time. Inspect's
     # docker sandbox gives every sample a container of its own (about a second each), so there
@@ -625,18 +616,21 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tmp").mkdir()
     (tmp_path / "tmp" / "keep").write_text("host file")
-    containers_before = heval_containers()
     problem_file, samples_file = write_case_files(tmp_path, followed=pooled)
 
-    [log] = inspect_eval(
-        humaneval(
-            problem_file=problem_file, samples=samples_file, sandbox=sandbox, timeout=TIMEOUT
-        ),
-        model="none",
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-        max_samples=1 if pooled else None,  # in the file's order: each case, then what follows it
-    )
+    run = OwnProjects()  # the run's own containers' projects, not other runs' on the engine
+    try:
+        [log] = inspect_eval(
+            humaneval(
+                problem_file=problem_file, samples=samples_file, sandbox=sandbox, timeout=TIMEOUT
+            ),
+            model="none",
+            log_dir=str(tmp_path / "logs"),
+            display="none",
+            max_samples=1 if pooled else None,  # in the file's order: each case, then its followers
+        )
+    finally:
+        projects = run.stop()
 
     # Fail-on-error is on (Inspect's default): no attack may turn into a sample error.
     assert log.status == "success", log.error
@@ -741,4 +735,4 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(
     # The host: its files, its environment and its containers are as they were.
     assert (tmp_path / "tmp" / "keep").read_text() == "host file"
     assert os.environ["HEVAL_HOST_CANARY"] == HOST_SECRET
-    assert heval_containers() - containers_before == set()  # none of the run's is left
+    assert projects and project_containers(projects, stopped_too=True) == set()  # none is left
