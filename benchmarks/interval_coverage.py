@@ -1,42 +1,44 @@
 """How often the report's 95% intervals contain the true rate or difference: old against new.
 
-Rates. Simulated clustered binary data: G problems (5 to 164), a true rate p (0.02 to 0.98);
-each problem's own rate is drawn from Beta(p phi, (1 - p) phi), phi = 1 / ICC - 1, so that the
-population rate is exactly p and the intraclass correlation is ICC; each problem has T tasks and
-each task E epochs, each epoch passing with the problem's rate; a task's value is its share of
-passing epochs (pass@1); the figure is the plain mean over the tasks, clustered by problem, as the
-report computes it. Five structures: one task per problem (HumanEval, random-span-light), the same
-with 3 epochs, 6 tasks per problem (single-line: 1,033 tasks on 164 problems) and 35 (multi-line:
-5,815 tasks) at ICC 0.3, and 35 at ICC 0.6 (a heavily clustered extreme).
+The shapes are the real ones: each problem has the number of tasks it has in each infilling
+subset's official file (read with `heval_inspect.data`: multi-line 1 to 435 per problem, single
+line 1 to 29, random span 10, random span light and HumanEval 1), and a run holds G problems, the
+first G in file order or G drawn at random (afresh in each replication), G = 5 to 164. A group is
+a subset, or a blend of all four (`sample_weighted`: every task alike; `mean_of_subsets`: each
+subset alike; `problem_macro`: each problem alike), with the report's weights.
 
-Paired differences. Two runs on the same tasks: each problem has a shared difficulty
-b ~ N(0, 1.5^2); run A's rate on it is expit(mu + b + e_A), run B's expit(mu + 0.3 + b + e_B),
-e ~ N(0, 0.5^2) independent per run and problem; each task passes or fails in each run (one
-epoch); the figure is the mean of the per-task differences B - A, clustered by problem. mu is set
-so that run A's population rate is 0.05 to 0.95; the true difference is computed by Gauss-Hermite
-quadrature. Replications whose SE is 0 (every difference equal, e.g. all 0) are counted, not
-dropped: the old interval there has zero width and covers only a difference equal to the truth,
-which is never; the new one is then Newcombe's square-and-add of the two runs' rate intervals.
+Rates. A problem's rate is drawn from Beta(mu phi, (1 - mu) phi), phi = `--problem-phi` (0.3:
+most problems near 0 or 1, as on HumanEval), and each of its tasks' rate from Beta(r psi,
+(1 - r) psi) around it, psi = `--task-psi` (20: tasks of a problem differ, but less than
+problems); each task runs E epochs (1 or 5), each passing with the task's rate, and an exact
+match is a pass that also matches, with probability 0.5. A problem's tasks in different subsets
+share its rate. Figures: pass@1 and exact match, and with 5 epochs pass@3 too, each task's value
+computed as the report does (`metrics.pass_at_k`, a share of epochs).
 
-Each cell (structure, G, rate) is replicated `--reps` times from a fixed `--seed`. The new
-interval is the package's own (`spread` then `rate_interval` or `difference_interval` of
-`heval_inspect.report.intervals`), so the numbers describe the shipped code; the old one is
-value +- 1.96 SE from the same `Spread`. Every new rate interval is checked to lie in [0, 1] and
-have positive width; the run stops with an error if one does not.
+The estimand ("the true rate") is the population rate the data are drawn from: the expected
+per-task value, mu for pass@1, mu / 2 for exact match and E[1 - (1 - r)^3] for pass@3 (exact,
+from the two beta laws' moments). Problems' rates are drawn independently of their numbers of
+tasks, so this is also the expectation of the figure under every weighting the report uses, and
+it is the same for the old and the new interval.
 
-    python benchmarks/interval_coverage.py                       # 2000 reps: a few minutes
-    python benchmarks/interval_coverage.py --reps 500 --out coverage.md
+Paired differences. Two runs on the same tasks, one epoch: a problem's difficulty b ~ N(0, 2.5^2)
+(bimodal rates), a task's own deviation t ~ N(0, 1), each run's own deviation on a problem
+e ~ N(0, 0.5^2); run A passes a task with probability expit(mu + b + t + e_A), run B with
+expit(mu + delta + b + t + e_B), delta 0 (the null: the type I error of the p-value) or 0.5 on
+the logit scale. mu gives run A a population rate of 0.05 to 0.95; the true difference comes from
+Gauss-Hermite quadrature (0 exactly under the null).
 
-Reading the numbers: each cell is "old / new" coverage in percent, to be compared with 95. With
-2000 replications a cell's Monte-Carlo SE is about 0.5 points, so a cell outside [93.5, 96.5]
-(the issue's 1.5 points) is 3 SEs off: an interval of exact 95% coverage lands there by chance in
-about 1 cell in 400. The summaries count the cells where the old interval was outside that band
-and say where the new one lands there: within, above (conservative: wider than needed; outside
-the band too, but on the safe side) or below (listed with their numbers); cells where the old
-was within the band and the new is not are listed as well. The rate tables also give, per cell,
-the share of old intervals that leave [0, 1] and of those of zero width (SE 0: every task alike,
-e.g. all failed); the difference tables the share of replications with SE 0 and the new
-interval's coverage among the others (where the paired t interval is used).
+"Old" is the report's interval before the change, kept here verbatim (`old_*`: Wilson on an
+effective n with the CR1 standard error, a Satterthwaite-like df, D +- t SE, no p-value with SE 0);
+"new" is the package's own (`heval_inspect.report.intervals`), so the numbers describe the shipped
+code. Every new interval is checked to lie in its figure's range with positive width, and every
+new p-value to exist and agree with the interval (p < 0.05 exactly when 0 is outside it); the run
+stops with an error if one does not.
+
+    python benchmarks/interval_coverage.py                   # 1000 reps a cell: about 30 minutes
+    python benchmarks/interval_coverage.py --reps 200 --problems 5,10 --out coverage.md
+
+With R replications a cell's Monte-Carlo SE is sqrt(0.95 x 0.05 / R): 0.7 points at 1000.
 """
 
 import argparse
@@ -45,158 +47,209 @@ import math
 import multiprocessing
 import os
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
+from scipy import stats
 from scipy.special import expit
 
+from heval_inspect.data import SUBSETS, load_official
+from heval_inspect.metrics import pass_at_k
 from heval_inspect.report import intervals
-from heval_inspect.report.intervals import difference_interval, rate_interval, spread
+from heval_inspect.tasks import problem_id
 
-OLD_Z = 1.959963984540054  # what the report multiplied the SE by before
-BAND = (93.5, 96.5)  # the issue's "95% within 1.5 points"
-PROBLEMS = (5, 10, 20, 40, 80, 164)
-RATES = (0.02, 0.05, 0.10, 0.20, 0.35, 0.50, 0.65, 0.80, 0.90, 0.95, 0.98)
-BASELINES = (0.05, 0.2, 0.5, 0.8, 0.95)
-DIFFERENCE_TASKS = (1, 6)
-DELTA = 0.3  # run B's advantage, on the logit scale
-DIFFICULTY_SD = 1.5  # a problem's difficulty, shared by both runs
-RUN_SD = 0.5  # each run's own deviation on a problem
-NODES = 120  # Gauss-Hermite nodes: the expectation agrees with 80 and 200 nodes to 1e-15
+TARGET = 93.0  # the issue's floor for coverage, up to Monte-Carlo error
+RATES = (0.05, 0.2, 0.5, 0.8, 0.95)
+BLENDS = ("sample_weighted", "mean_of_subsets", "problem_macro")
+GROUPS = (*SUBSETS, *BLENDS)
+EXACT_SHARE = 0.5  # of passing epochs that also match exactly
+DIFFICULTY_SD, TASK_SD, RUN_SD, DELTA = 2.5, 1.0, 0.5, 0.5
+NODES = 120  # Gauss-Hermite nodes
+
+
+# ---- the report's intervals before this change, verbatim but for names ----------------------
+
+
+def old_spread(values, weights, clusters, trials=None):
+    share = np.asarray(weights, dtype=float) / math.fsum(weights)
+    trials = np.ones(len(share)) if trials is None else np.maximum(np.asarray(trials, float), 1)
+    value = math.fsum(share * values)
+    _, cluster_of = np.unique(np.asarray(clusters), return_inverse=True)
+    contributions = np.bincount(cluster_of, weights=share * (values - value))
+    problems = len(contributions)
+    squares = math.fsum(contributions**2)
+    tasks_weighted = 1 / math.fsum(share**2)
+    problems_weighted = 1 / math.fsum(np.bincount(cluster_of, weights=share) ** 2)
+    stderr = math.sqrt(problems / (problems - 1) * squares)
+    fourths = math.fsum(contributions**4)
+    carried = squares**2 / fourths if fourths > 0 else problems - 1
+    carried = min(max(carried, 1.0), problems - 1.0)
+    beyond_one = 1 - problems_weighted / tasks_weighted
+    freedom = 1 / (beyond_one / carried + (1 - beyond_one) / (problems - 1))
+    return intervals.Spread(
+        value, stderr, problems, freedom, tasks_weighted, problems_weighted,
+        1 / math.fsum(share**2 / trials),
+    )  # fmt: skip
+
+
+def old_rate_interval(s):
+    p = min(max(s.value, 0.0), 1.0)
+    if 0 < p < 1 and s.stderr > 0:
+        n = min(max(p * (1 - p) / s.stderr**2, s.problems_weighted), s.trials_weighted)
+    else:
+        n = s.problems_weighted
+    q = stats.t.ppf(0.975, s.degrees_of_freedom)
+    centre = (p + q * q / (2 * n)) / (1 + q * q / n)
+    half = q / (1 + q * q / n) * math.sqrt(p * (1 - p) / n + q * q / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def old_difference_interval(s, baseline, other):
+    if s.stderr > 0:
+        q = stats.t.ppf(0.975, s.degrees_of_freedom)
+        return s.value - q * s.stderr, s.value + q * s.stderr
+    (low_a, high_a), (low_b, high_b) = old_rate_interval(baseline), old_rate_interval(other)
+    a, b = baseline.value, other.value
+    return s.value - math.hypot(b - low_b, high_a - a), s.value + math.hypot(high_b - b, a - low_a)
+
+
+def old_p_value(s):
+    if not s.stderr > 0:
+        return None
+    return float(2 * stats.t.sf(abs(s.value / s.stderr), s.degrees_of_freedom))
+
+
+# ---- the shapes -----------------------------------------------------------------------------
+
+
+def real_sizes() -> dict[str, np.ndarray]:
+    """Each subset's number of tasks per HumanEval problem, in file order."""
+    sizes = {}
+    for name, file in SUBSETS.items():
+        problems = [problem_id(record["task_id"]) for record in load_official(file)]
+        counts = Counter(problems)
+        sizes[name] = np.array([counts[p] for p in dict.fromkeys(problems)])
+    return sizes
 
 
 @dataclass(frozen=True)
-class Structure:
-    key: str
-    name: str
-    tasks: int
-    epochs: int
-    icc: float  # irrelevant with one task and one epoch: a problem is then one Bernoulli draw
-
-
-STRUCTURES = (
-    Structure("a", "one task per problem (HumanEval, random-span-light)", 1, 1, 0.3),
-    Structure("b", "one task per problem, 3 epochs (docs/report.md's example shape)", 1, 3, 0.3),
-    Structure("c", "6 tasks per problem, ICC 0.3 (single-line infilling)", 6, 1, 0.3),
-    Structure("d", "35 tasks per problem, ICC 0.3 (multi-line infilling)", 35, 1, 0.3),
-    Structure("e", "35 tasks per problem, ICC 0.6 (heavily clustered)", 35, 1, 0.6),
-)
-
-
-@dataclass(frozen=True)
-class RateCell:
-    structure: Structure
+class Cell:
+    kind: str  # "rate" or "difference"
     problems: int
-    rate: float
+    order: str  # "first" (file order) or "random"
+    rate: float  # mu; for differences run A's population rate
+    epochs: int  # rates: 1 or 5; differences: 1
+    delta: float  # differences: 0 (null) or DELTA
     reps: int
     seed: tuple[int, ...]
+    sizes: dict = field(hash=False, compare=False, repr=False)
+    phi: float = 0.3
+    psi: float = 20.0
 
 
-@dataclass(frozen=True)
-class DifferenceCell:
-    baseline: float
-    mu: float  # run A's logit location giving the baseline rate
-    truth: float
-    problems: int
-    tasks: int
-    reps: int
-    seed: tuple[int, ...]
+@dataclass
+class Tally:
+    """One group and figure of a cell: counts over the replications."""
+
+    old: int = 0
+    new: int = 0
+    old_outside: int = 0  # old intervals leaving their figure's range
+    old_no_p: int = 0  # differences: old p-value n/a while the interval excludes 0
+    old_reject: int = 0  # differences under the null: p < 0.05
+    new_reject: int = 0
+    old_width: float = 0.0
+    new_width: float = 0.0
 
 
-@dataclass(frozen=True)
-class Outcome:
-    cell: RateCell | DifferenceCell
-    old: float  # coverage, percent
-    new: float
-    old_outside: float = 0.0  # percent of old intervals leaving [0, 1]
-    old_zero: float = 0.0  # percent of zero-width old intervals (SE 0)
-    new_none: int = 0  # new intervals that are None: never expected with G >= 2
-    new_rest: float = math.nan  # differences: new coverage among the replications with SE > 0
+def choose(cell: Cell, rng) -> np.ndarray:
+    if cell.order == "first":
+        return np.arange(cell.problems)
+    return np.sort(rng.choice(164, cell.problems, replace=False))
 
 
-def rate_outcome(cell: RateCell) -> Outcome:
-    """Coverage of the true rate in one cell."""
-    structure, problems, rate, reps = cell.structure, cell.problems, cell.rate, cell.reps
+def layout(cell: Cell, chosen: np.ndarray):
+    """Per subset: each task's problem (0..G-1), with the subset's real number of tasks each."""
+    return {s: np.repeat(np.arange(len(chosen)), cell.sizes[s][chosen]) for s in SUBSETS}
+
+
+def group_rows(problem_of: dict[str, np.ndarray]):
+    """Per group: the indices into the concatenation of the subsets, and the weights."""
+    offsets, start = {}, 0
+    for s in SUBSETS:
+        offsets[s] = (start, start + len(problem_of[s]))
+        start += len(problem_of[s])
+    everything = np.concatenate([problem_of[s] for s in SUBSETS])
+    subset = np.concatenate([np.full(len(problem_of[s]), i) for i, s in enumerate(SUBSETS)])
+    rows = {s: (np.arange(*offsets[s]), np.ones(offsets[s][1] - offsets[s][0])) for s in SUBSETS}
+    every = np.arange(len(everything))
+    rows["sample_weighted"] = (every, np.ones(len(every)))
+    rows["mean_of_subsets"] = (every, 1 / np.bincount(subset)[subset])
+    rows["problem_macro"] = (every, 1 / np.bincount(everything)[everything])
+    return everything, rows
+
+
+def pass_at_3_truth(mu: float, phi: float, psi: float) -> float:
+    """E[1 - (1 - r)^3]: r | p ~ Beta(p psi, (1 - p) psi), p ~ Beta(mu phi, (1 - mu) phi)."""
+    # E[(1 - r)^3 | p] = prod_j ((1 - p) psi + j) / (psi + j), a polynomial in q = 1 - p, whose
+    # expectation takes the beta moments E[q^m] = prod_{i<m} (b + i) / (phi + i), b = (1-mu) phi.
+    poly = np.polynomial.Polynomial([1.0])
+    for j in range(3):
+        poly = poly * np.polynomial.Polynomial([j / (psi + j), psi / (psi + j)])
+    b = (1 - mu) * phi
+    moments = [math.prod((b + i) / (phi + i) for i in range(m)) for m in range(len(poly.coef))]
+    return 1 - float(np.dot(poly.coef, moments))
+
+
+def figures_of(epochs: int) -> list[str]:
+    return ["pass@1", "exact_match"] + (["pass@3"] if epochs >= 3 else [])
+
+
+def rate_cell(cell: Cell) -> dict[tuple[str, str], Tally]:
     rng = np.random.default_rng(cell.seed)
-    phi = 1 / structure.icc - 1
-    own = rng.beta(rate * phi, (1 - rate) * phi, size=(reps, problems))
-    if np.isnan(own).any():
-        raise RuntimeError(f"Beta draws gave NaN in {cell}")
-    # The passing epochs of a task are Binomial(E, p_g): the same law as E Bernoulli epochs, drawn
-    # without the array of E draws per task.
-    passes = rng.binomial(structure.epochs, own[..., None], size=(reps, problems, structure.tasks))
-    values = passes.reshape(reps, -1) / structure.epochs
-    clusters = np.repeat(np.arange(problems), structure.tasks)
-    weights = np.ones(problems * structure.tasks)
-    trials = np.full(problems * structure.tasks, structure.epochs)  # a task's value: E epochs
-    old = new = outside = zero = none = 0
-    for row in values:
-        s = spread(row, weights, clusters, trials)
-        low, high = s.value - OLD_Z * s.stderr, s.value + OLD_Z * s.stderr
-        old += low <= rate <= high
-        outside += low < 0 or high > 1
-        zero += s.stderr == 0
-        interval = rate_interval(s)
-        if interval is None:
-            none += 1
-            continue
-        low, high = interval
-        if not 0 <= low < high <= 1:  # also catches NaN ends
-            raise RuntimeError(f"new interval {interval} not a positive-width part of [0, 1]: {s}")
-        new += low <= rate <= high
-    return Outcome(
-        cell, 100 * old / reps, 100 * new / reps, 100 * outside / reps, 100 * zero / reps, none
-    )
-
-
-def difference_outcome(cell: DifferenceCell) -> Outcome:
-    """Coverage of the true paired difference in one cell; old_zero counts replications with SE
-    0 (as a percentage), which stay in the denominator."""
-    reps, problems, tasks = cell.reps, cell.problems, cell.tasks
-    rng = np.random.default_rng(cell.seed)
-    shared = rng.normal(0, DIFFICULTY_SD, (reps, problems))
-    rate_a = expit(cell.mu + shared + rng.normal(0, RUN_SD, (reps, problems)))
-    rate_b = expit(cell.mu + DELTA + shared + rng.normal(0, RUN_SD, (reps, problems)))
-    pass_a = rng.random((reps, problems, tasks)) < rate_a[..., None]
-    pass_b = rng.random((reps, problems, tasks)) < rate_b[..., None]
-    values_a = pass_a.astype(float).reshape(reps, -1)
-    values_b = pass_b.astype(float).reshape(reps, -1)
-    clusters = np.repeat(np.arange(problems), tasks)
-    weights = np.ones(problems * tasks)
-    old = new = zero = none = rest = 0
-    for row_a, row_b in zip(values_a, values_b, strict=True):
-        s = spread(row_b - row_a, weights, clusters)
-        old += s.value - OLD_Z * s.stderr <= cell.truth <= s.value + OLD_Z * s.stderr
-        zero += s.stderr == 0
-        interval = difference_interval(
-            s, spread(row_a, weights, clusters), spread(row_b, weights, clusters)
-        )
-        if interval is None:
-            none += 1
-            continue
-        covers = interval[0] <= cell.truth <= interval[1]
-        new += covers
-        rest += covers and s.stderr > 0
-    # Coverage without the SE-0 replications: the paired t interval's alone.
-    others = 100 * rest / (reps - zero) if reps > zero else math.nan
-    return Outcome(cell, 100 * old / reps, 100 * new / reps, 0.0, 100 * zero / reps, none, others)
-
-
-def run_cell(cell: RateCell | DifferenceCell) -> Outcome:
-    return rate_outcome(cell) if isinstance(cell, RateCell) else difference_outcome(cell)
+    truth = {"pass@1": cell.rate, "exact_match": EXACT_SHARE * cell.rate}
+    truth["pass@3"] = pass_at_3_truth(cell.rate, cell.phi, cell.psi)
+    tallies = {(g, f): Tally() for g in GROUPS for f in figures_of(cell.epochs)}
+    table3 = np.array([pass_at_k(cell.epochs, c, 3) for c in range(cell.epochs + 1)]) if (
+        cell.epochs >= 3
+    ) else None  # fmt: skip
+    for _ in range(cell.reps):
+        chosen = choose(cell, rng)
+        everything, rows = group_rows(layout(cell, chosen))
+        own = rng.beta(cell.rate * cell.phi, (1 - cell.rate) * cell.phi, cell.problems)
+        own = np.clip(own, 1e-12, 1 - 1e-12)  # Beta draws of 0 or 1 give NaN below
+        task = rng.beta(own[everything] * cell.psi, (1 - own[everything]) * cell.psi)
+        passed = rng.binomial(cell.epochs, task)
+        matched = rng.binomial(passed, EXACT_SHARE)
+        values = {"pass@1": passed / cell.epochs, "exact_match": matched / cell.epochs}
+        if table3 is not None:
+            values["pass@3"] = table3[passed]
+        for group, (index, weights) in rows.items():
+            clusters = everything[index]
+            for figure, per_task in values.items():
+                trials = np.full(len(index), cell.epochs / (3 if figure == "pass@3" else 1))
+                x, tally, true = per_task[index], tallies[group, figure], truth[figure]
+                old = old_rate_interval(old_spread(x, weights, clusters, trials))
+                new = intervals.rate_interval(intervals.spread(x, weights, clusters, trials))
+                if new is None or not 0 <= new[0] < new[1] <= 1:
+                    raise RuntimeError(f"{cell} {group} {figure}: new interval {new}")
+                tally.old += old[0] <= true <= old[1]
+                tally.new += new[0] <= true <= new[1]
+                tally.old_outside += not 0 <= old[0] < old[1] <= 1
+                tally.old_width += old[1] - old[0]
+                tally.new_width += new[1] - new[0]
+    return tallies
 
 
 def population_rate(mu: float) -> float:
-    """E[expit(mu + b + e)], b + e ~ N(0, 1.5^2 + 0.5^2), by Gauss-Hermite quadrature."""
     nodes, weights = hermegauss(NODES)
-    scale = math.hypot(DIFFICULTY_SD, RUN_SD)
+    scale = math.sqrt(DIFFICULTY_SD**2 + TASK_SD**2 + RUN_SD**2)
     return float(weights @ expit(mu + scale * nodes)) / math.sqrt(2 * math.pi)
 
 
 def logit_for(rate: float) -> float:
-    """The mu whose population rate is `rate`, by bisection (the rate increases with mu)."""
     low, high = -30.0, 30.0
     for _ in range(200):
         middle = (low + high) / 2
@@ -204,180 +257,218 @@ def logit_for(rate: float) -> float:
     return (low + high) / 2
 
 
-def cells(reps: int, seed: int) -> list[RateCell | DifferenceCell]:
-    """Every cell, each with its own seed from its place in the grid, so that its numbers do not
-    depend on the order in which the processes take the cells."""
-    out: list[RateCell | DifferenceCell] = []
-    for s, structure in enumerate(STRUCTURES):
-        for g, problems in enumerate(PROBLEMS):
+def difference_cell(cell: Cell) -> dict[tuple[str, str], Tally]:
+    rng = np.random.default_rng(cell.seed)
+    mu = logit_for(cell.rate)
+    truth = population_rate(mu + cell.delta) - population_rate(mu) if cell.delta else 0.0
+    tallies = {(g, "pass@1"): Tally() for g in GROUPS}
+    for _ in range(cell.reps):
+        chosen = choose(cell, rng)
+        everything, rows = group_rows(layout(cell, chosen))
+        shared = rng.normal(0, DIFFICULTY_SD, cell.problems)[everything]
+        shared += rng.normal(0, TASK_SD, len(everything))
+        run_a = rng.normal(0, RUN_SD, cell.problems)[everything]
+        run_b = rng.normal(0, RUN_SD, cell.problems)[everything]
+        a = (rng.random(len(everything)) < expit(mu + shared + run_a)).astype(float)
+        b = (rng.random(len(everything)) < expit(mu + cell.delta + shared + run_b)).astype(float)
+        for group, (index, weights) in rows.items():
+            clusters, tally = everything[index], tallies[group, "pass@1"]
+            xa, xb = a[index], b[index]
+            o_a, o_b = old_spread(xa, weights, clusters), old_spread(xb, weights, clusters)
+            o_d = old_spread(xb - xa, weights, clusters)
+            old = old_difference_interval(o_d, o_a, o_b)
+            n_a, n_b = (intervals.spread(x, weights, clusters) for x in (xa, xb))
+            n_d = intervals.spread(xb - xa, weights, clusters)
+            new = intervals.difference_interval(n_d, n_a, n_b)
+            p = intervals.p_value(n_d, n_a, n_b)
+            if new is None or not -1 <= new[0] < new[1] <= 1 or p is None:
+                raise RuntimeError(f"{cell} {group}: new interval {new}, p {p}")
+            if (p < 0.05) != (not new[0] <= 0 <= new[1]) and abs(p - 0.05) > 1e-9:
+                raise RuntimeError(f"{cell} {group}: p {p} disagrees with {new}")
+            tally.old += old[0] <= truth <= old[1]
+            tally.new += new[0] <= truth <= new[1]
+            tally.old_outside += not -1 <= old[0] < old[1] <= 1
+            old_p = old_p_value(o_d)
+            tally.old_no_p += old_p is None and not old[0] <= 0 <= old[1]
+            tally.old_reject += old_p is not None and old_p < 0.05
+            tally.new_reject += p < 0.05
+            tally.old_width += old[1] - old[0]
+            tally.new_width += new[1] - new[0]
+    return tallies
+
+
+def run_cell(cell: Cell):
+    return cell, (rate_cell(cell) if cell.kind == "rate" else difference_cell(cell))
+
+
+def cells(args, sizes) -> list[Cell]:
+    out = []
+    for g, problems in enumerate(args.problems):
+        for o, order in enumerate(("first", "random") if problems < 164 else ("first",)):
             for r, rate in enumerate(RATES):
-                out.append(RateCell(structure, problems, rate, reps, (seed, 0, s, g, r)))
-    for b, baseline in enumerate(BASELINES):
-        mu = logit_for(baseline)
-        truth = population_rate(mu + DELTA) - population_rate(mu)
-        for t, tasks in enumerate(DIFFERENCE_TASKS):
-            for g, problems in enumerate(PROBLEMS):
-                out.append(
-                    DifferenceCell(baseline, mu, truth, problems, tasks, reps, (seed, 1, b, t, g))
-                )
+                for epochs in (1, 5):
+                    seed = (args.seed, 0, g, o, r, epochs)
+                    out.append(
+                        Cell("rate", problems, order, rate, epochs, 0.0, args.reps, seed,
+                             sizes, args.problem_phi, args.task_psi)
+                    )  # fmt: skip
+                for d, delta in enumerate((0.0, DELTA)):
+                    seed = (args.seed, 1, g, o, r, d)
+                    out.append(
+                        Cell("difference", problems, order, rate, 1, delta, args.reps, seed, sizes)
+                    )
     return out
 
 
-def cost(cell: RateCell | DifferenceCell) -> int:
-    """Tasks per replication: a call into the package grows with them."""
-    tasks = cell.structure.tasks if isinstance(cell, RateCell) else cell.tasks
-    return cell.problems * tasks
+# ---- the tables -----------------------------------------------------------------------------
 
 
-def label(cell: RateCell | DifferenceCell) -> str:
-    if isinstance(cell, RateCell):
-        return f"{cell.structure.key}) G={cell.problems}, p={cell.rate:.2f}"
-    return f"T={cell.tasks}, baseline {cell.baseline:.2f}, G={cell.problems}"
-
-
-def table(rows: list[str], columns: list[str], cell_text: dict[tuple[str, str], str]) -> str:
-    head = "| G | " + " | ".join(columns) + " |"
-    rule = "|--:|" + "--:|" * len(columns)
-    body = [
-        f"| {row} | " + " | ".join(cell_text[row, column] for column in columns) + " |"
-        for row in rows
-    ]
-    return "\n".join([head, rule, *body])
-
-
-def summary(outcomes: list[Outcome]) -> str:
-    """Where the new interval lands in the cells where the old one missed the band, and where it
-    misses the band itself."""
-    low, high = BAND
-    missed = [o for o in outcomes if not low <= o.old <= high]
-    within = [o for o in missed if low <= o.new <= high]
-    above = [o for o in missed if o.new > high]
-    below = [o for o in missed if o.new < low]
-    worse = [o for o in outcomes if low <= o.old <= high and not low <= o.new <= high]
-    lowest = min(outcomes, key=lambda o: o.new)
-    lines = [
-        f"- cells: {len(outcomes)}; old coverage outside [{low}, {high}]: {len(missed)}",
-        (
-            f"- among those, new within: {len(within)}, above {high} (conservative): "
-            f"{len(above)}, below {low}: {len(below)}"
-        ),
-        *(f"  - below: {label(o.cell)}: old {o.old:.1f}, new {o.new:.1f}" for o in below),
-        f"- old within the band but new outside it: {len(worse)}",
-        *(f"  - {label(o.cell)}: old {o.old:.1f}, new {o.new:.1f}" for o in worse),
-        f"- minimum new coverage: {lowest.new:.1f} ({label(lowest.cell)}; old {lowest.old:.1f})",
-        f"- new intervals that were None: {sum(o.new_none for o in outcomes)}",
-    ]
+def coverage_table(results, kind, group, figure, epochs, delta, problems) -> str:
+    """Rows: G and order; columns: the rates; cells: old / new coverage, %."""
+    head = "| G | " + " | ".join(f"{r:.2f}" for r in RATES) + " |"
+    lines = [head, "|--:|" + "--:|" * len(RATES)]
+    for g in problems:
+        for order in ("first", "random") if g < 164 else ("first",):
+            row = []
+            for rate in RATES:
+                cell, tallies = results[kind, g, order, rate, epochs, delta]
+                t = tallies[group, figure]
+                row.append(f"{100 * t.old / cell.reps:.1f} / {100 * t.new / cell.reps:.1f}")
+            lines.append(f"| {g} {order} | " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
-def rate_report(outcomes: list[Outcome]) -> str:
-    parts = []
-    rows = [str(g) for g in PROBLEMS]
-    columns = [f"{p:.2f}" for p in RATES]
-    for structure in STRUCTURES:
-        mine = [o for o in outcomes if o.cell.structure == structure]
-        by_place = {(str(o.cell.problems), f"{o.cell.rate:.2f}"): o for o in mine}
-        coverage = {k: f"{o.old:.1f} / {o.new:.1f}" for k, o in by_place.items()}
-        leaving = {k: f"{o.old_outside:.1f} / {o.old_zero:.1f}" for k, o in by_place.items()}
-        parts += [
-            (
-                f"### {structure.key}) {structure.name}: T={structure.tasks}, "
-                f"E={structure.epochs}, ICC {structure.icc}"
-            ),
-            "",
-            "Coverage of the true rate, % (old / new); rows G problems, columns the true rate:",
-            "",
-            table(rows, columns, coverage),
-            "",
-            "Old intervals that leave [0, 1] / that have zero width, % of replications:",
-            "",
-            table(rows, columns, leaving),
-            "",
-            summary(mine),
-            "",
-        ]
-    parts += ["### Rates, all structures", "", summary(outcomes), ""]
-    return "\n".join(parts)
+def every_outcome(results):
+    for cell, tallies in results.values():
+        for (group, figure), t in tallies.items():
+            yield cell, group, figure, t
 
 
-def difference_report(outcomes: list[Outcome]) -> str:
-    parts = []
-    rows = [str(g) for g in PROBLEMS]
-    columns = [f"{b:.2f}" for b in BASELINES]
-    truths = {f"{o.cell.baseline:.2f}": o.cell.truth for o in outcomes}
-    for tasks in DIFFERENCE_TASKS:
-        mine = [o for o in outcomes if o.cell.tasks == tasks]
-        by_place = {(str(o.cell.problems), f"{o.cell.baseline:.2f}"): o for o in mine}
-        coverage = {k: f"{o.old:.1f} / {o.new:.1f}" for k, o in by_place.items()}
-        zero = {k: f"{o.old_zero:.1f} / {o.new_rest:.1f}" for k, o in by_place.items()}
+def name(cell: Cell, group: str, figure: str) -> str:
+    what = (
+        f"{figure}, E={cell.epochs}" if cell.kind == "rate" else f"difference, delta {cell.delta}"
+    )
+    return f"{group}, G={cell.problems} {cell.order}, rate {cell.rate}, {what}"
+
+
+def summaries(results) -> str:
+    lines = []
+    for kind in ("rate", "difference"):
+        outcomes = [o for o in every_outcome(results) if o[0].kind == kind]
+        cover = [
+            (100 * t.old / c.reps, 100 * t.new / c.reps, c, g, f, t) for c, g, f, t in outcomes
+        ]
+        worst_old = min(cover, key=lambda x: x[0])
+        worst_new = min(cover, key=lambda x: x[1])
+        below_old = sum(x[0] < TARGET for x in cover)
+        below_new = sum(x[1] < TARGET for x in cover)
+        reps = cover[0][2].reps
+        width_ratio = sum(x[5].new_width for x in cover) / sum(x[5].old_width for x in cover)
+        lines += [
+            f"- {kind}s: {len(cover)} cells (group x figure x G x order x rate), {reps} reps each",
+            f"  - below {TARGET}%: old {below_old}, new {below_new}",
+            (
+                f"  - worst old: {worst_old[0]:.1f} ({name(*worst_old[2:5])}; new there "
+                f"{worst_old[1]:.1f})"
+            ),
+            (
+                f"  - worst new: {worst_new[1]:.1f} ({name(*worst_new[2:5])}; old there "
+                f"{worst_new[0]:.1f})"
+            ),
+            f"  - mean width new / old: {width_ratio:.2f}",
+            (
+                "  - old intervals leaving the figure's range: "
+                f"{100 * sum(x[5].old_outside for x in cover) / (reps * len(cover)):.2f}%"
+            ),
+        ]
+        if kind == "difference":
+            null = [x for x in cover if x[2].delta == 0]
+            rejects = [(100 * x[5].new_reject / reps, x) for x in null]
+            old_rejects = [(100 * x[5].old_reject / reps, x) for x in null]
+            top, top_x = max(rejects, key=lambda r: r[0])
+            lines += [
+                (
+                    f"  - type I error (p < 0.05 under the null), new: mean "
+                    f"{np.mean([r for r, _ in rejects]):.2f}%, highest {top:.1f} "
+                    f"({name(*top_x[2:5])}); old: mean "
+                    f"{np.mean([r for r, _ in old_rejects]):.2f}%, highest "
+                    f"{max(r for r, _ in old_rejects):.1f}"
+                ),
+                (
+                    "  - old p-value n/a with an interval that excludes 0: "
+                    f"{sum(x[5].old_no_p for x in cover)} replications; new: never"
+                ),
+            ]
+    return "\n".join(lines)
+
+
+def null_table(results, group, problems) -> str:
+    head = "| G | " + " | ".join(f"{r:.2f}" for r in RATES) + " |"
+    lines = [head, "|--:|" + "--:|" * len(RATES)]
+    for g in problems:
+        for order in ("first", "random") if g < 164 else ("first",):
+            row = []
+            for rate in RATES:
+                cell, tallies = results["difference", g, order, rate, 1, 0.0]
+                t = tallies[group, "pass@1"]
+                row.append(
+                    f"{100 * t.old_reject / cell.reps:.1f} / {100 * t.new_reject / cell.reps:.1f}"
+                )
+            lines.append(f"| {g} {order} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def report(results, problems) -> str:
+    parts = ["### Summary", "", summaries(results), ""]
+    for group in dict.fromkeys(("multi_line", "sample_weighted", *GROUPS)):
         parts += [
-            f"### Paired differences, {tasks} task(s) per problem",
+            f"### {group}",
             "",
-            (
-                "Coverage of the true difference, % (old D +- 1.96 SE / new "
-                "difference_interval); rows G problems, columns run A's rate:"
-            ),
+            "pass@1, one epoch: coverage of the true rate, % (old / new); columns the rate:",
             "",
-            table(rows, columns, coverage),
+            coverage_table(results, "rate", group, "pass@1", 1, 0.0, problems),
             "",
-            (
-                "Replications with SE 0 (the old interval: zero width, never covering), % / new "
-                "coverage among the others, %:"
-            ),
+            "Paired difference in pass@1 (delta 0.5): coverage, % (old / new); columns run A's rate:",
             "",
-            table(rows, columns, zero),
+            coverage_table(results, "difference", group, "pass@1", 1, DELTA, problems),
             "",
-            summary(mine),
+            "Null (delta 0): p < 0.05, % (old / new):",
+            "",
+            null_table(results, group, problems),
             "",
         ]
-    parts += [
-        "True differences (run B's rate - run A's): "
-        + ", ".join(f"baseline {b}: {t:.4f}" for b, t in truths.items()),
-        "",
-        "### Differences, both task counts",
-        "",
-        summary(outcomes),
-        "",
-    ]
     return "\n".join(parts)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--reps", type=int, default=2000, help="replications per cell")
+    parser.add_argument("--reps", type=int, default=1000, help="replications per cell")
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--out", help="also write the rate tables as Markdown to this file")
+    parser.add_argument("--problems", default="5,10,20,40,164", help="the G to run, e.g. 5,10")
+    parser.add_argument("--problem-phi", type=float, default=0.3)
+    parser.add_argument("--task-psi", type=float, default=20.0)
+    parser.add_argument("--out", help="also write the tables as Markdown to this file")
     args = parser.parse_args()
+    args.problems = [int(g) for g in args.problems.split(",")]
     started = time.monotonic()
-    # The module is being revised: its hash ties these numbers to the version they describe.
     version = hashlib.sha256(Path(intervals.__file__).read_bytes()).hexdigest()[:12]
-    todo = cells(args.reps, args.seed)
+    todo = cells(args, real_sizes())
     parameters = (
         f"intervals.py sha256 {version}; reps {args.reps} per cell, seed {args.seed}, "
-        f"{args.workers} processes, {len(todo)} cells; G {PROBLEMS}; rates {RATES}; "
-        f"old interval value +- {OLD_Z} SE; differences: baselines {BASELINES}, delta {DELTA} "
-        f"(logit), difficulty SD {DIFFICULTY_SD}, run SD {RUN_SD}, tasks per problem "
-        f"{DIFFERENCE_TASKS}"
+        f"{args.workers} processes; G {args.problems}; rates {RATES}; problems' phi "
+        f"{args.problem_phi}, tasks' psi {args.task_psi}; differences: difficulty SD "
+        f"{DIFFICULTY_SD}, task SD {TASK_SD}, run SD {RUN_SD}, delta 0 and {DELTA}"
     )
     print(parameters, flush=True)
-    # The largest cells first, so that neither process is left with a big one at the end.
-    ordered = sorted(todo, key=cost, reverse=True)
+    ordered = sorted(todo, key=lambda c: c.problems, reverse=True)
     with multiprocessing.Pool(args.workers) as pool:
         done = pool.map(run_cell, ordered, chunksize=1)
-    # Back in the grid's order, so that the summaries list cells as the tables show them.
-    place = {cell: index for index, cell in enumerate(todo)}
-    outcomes = sorted(done, key=lambda o: place[o.cell])
-    rates = [o for o in outcomes if isinstance(o.cell, RateCell)]
-    differences = [o for o in outcomes if isinstance(o.cell, DifferenceCell)]
-    rate_text = rate_report(rates)
-    print()
-    print(rate_text)
-    print(difference_report(differences))
+    results = {(c.kind, c.problems, c.order, c.rate, c.epochs, c.delta): (c, t) for c, t in done}
+    text = report(results, args.problems)
+    print(text)
     if args.out:
-        Path(args.out).write_text(
-            f"# Coverage of 95% rate intervals\n\n{parameters}\n\n{rate_text}"
-        )
+        Path(args.out).write_text(f"# Coverage of 95% intervals\n\n{parameters}\n\n{text}")
     print(f"wall time {time.monotonic() - started:.1f} s")
 
 

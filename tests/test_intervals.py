@@ -56,7 +56,7 @@ def test_a_figure_from_one_problem_has_no_interval():
     s = spread(np.array([1.0, 0.0, 1.0]), np.ones(3), np.zeros(3))
     assert s.problems == 1 and math.isnan(s.stderr)
     assert rate_interval(s) is None and difference_interval(s, s, s) is None
-    assert p_value(s) is None
+    assert p_value(s, s, s) is None
 
 
 def test_epochs_count_as_trials_up_to_their_number():
@@ -85,7 +85,9 @@ def test_a_difference_uses_students_t_on_the_problems():
     s = one_task_per_problem(d)
     baseline, other = one_task_per_problem([1] * 10), one_task_per_problem([1 + x for x in d])
     t = stats.t(len(d) - 1)
-    assert p_value(s) == pytest.approx(2 * t.sf(abs(s.value / s.stderr)), abs=1e-12)
+    assert p_value(s, baseline, other) == pytest.approx(
+        2 * t.sf(abs(s.value / s.stderr)), abs=1e-12
+    )
     assert difference_interval(s, baseline, other) == pytest.approx(
         (s.value - t.ppf(0.975) * s.stderr, s.value + t.ppf(0.975) * s.stderr), abs=1e-12
     )
@@ -103,7 +105,21 @@ def test_two_runs_that_agree_on_every_task_get_the_interval_of_two_independent_r
     assert low == pytest.approx(-math.hypot(b.value - low_b, high_a - a.value), abs=1e-12)
     assert high == pytest.approx(math.hypot(high_b - b.value, a.value - low_a), abs=1e-12)
     assert -1 < low < 0 < high < 1
-    assert p_value(s) is None and math.isnan(minimum_detectable(s))
+    # D = 0 lies in the interval at every confidence: p 1, not n/a.
+    assert p_value(s, a, b) == 1 and math.isnan(minimum_detectable(s))
+
+
+def test_with_no_spread_the_p_value_is_that_of_newcombes_interval():
+    # One run passes all 5 tasks, the other none: SE 0, and the interval leaves out 0, so the
+    # p-value must say so (it was n/a).
+    a, b = one_task_per_problem([1.0] * 5), one_task_per_problem([0.0] * 5)
+    s = one_task_per_problem([-1.0] * 5)
+    low, high = difference_interval(s, a, b)
+    assert -1 <= low < high < 0
+    p = p_value(s, a, b)
+    assert p is not None and p < 0.05
+    # At confidence 1 - p the interval's nearer end is 0.
+    assert difference_interval(s, a, b, 1 - p)[1] == pytest.approx(0, abs=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -113,3 +129,85 @@ def test_two_runs_that_agree_on_every_task_get_the_interval_of_two_independent_r
 )  # fmt: skip
 def test_p_values_have_two_significant_digits(p, shown):
     assert shown_p(p) == shown
+
+
+def first_problems_run(name: str, passes, problems: int = 10, epochs: int = 2):
+    """A run of the four infilling subsets on the first `problems` HumanEval problems (their real
+    numbers of tasks), each task's epochs passing as `passes(task_id, epoch)` says."""
+    from heval_inspect.data import SUBSETS, load_official
+    from heval_inspect.report.runs import Run, Samples
+    from heval_inspect.tasks import problem_id
+
+    kept = {f"HumanEval/{i}" for i in range(problems)}
+    rows = [
+        (r["task_id"], epoch, subset, problem_id(r["task_id"]), float(ok), float(ok), float(ok),
+         "passed" if ok else "wrong answer", "")
+        for subset, file in SUBSETS.items()
+        for r in load_official(file)
+        if problem_id(r["task_id"]) in kept
+        for epoch in range(1, epochs + 1)
+        for ok in [passes(r["task_id"], epoch)]
+    ]  # fmt: skip
+    return Run(
+        name=name, model="none/none", task="humaneval_infilling", version="1-A",
+        comparability=1, problems_sha256=("x",), completions_sha256=(), timeout=3.0,
+        memory_bytes=None, ks=[1, 2], per_subset=True, files=[f"{name}.eval"],
+        samples=Samples.from_rows(rows, 0),
+    )  # fmt: skip
+
+
+@pytest.mark.data
+def test_every_figure_of_ten_problems_has_an_interval_in_range_and_a_p_value():
+    from heval_inspect.report.stats import compare, results
+
+    runs = [
+        first_problems_run("all-pass", lambda task, epoch: True),
+        first_problems_run("all-fail", lambda task, epoch: False),
+        first_problems_run("some", lambda task, epoch: (sum(map(ord, task)) + epoch) % 3 != 0),
+    ]
+    figures = []
+    for run in runs:
+        result = results(run)
+        figures += [f for named in result.groups.values() for f in named.values()]
+        figures += list(result.pass_at.values())
+    assert len(figures) == 3 * (7 * 4 + 2)  # 4 subsets and 3 blends x pass@1, @2, 2 exact
+    for f in figures:
+        assert 0 <= f.low <= f.value <= f.high <= 1 and f.low < f.high, f
+    differences = [d for a in runs for b in runs if a is not b for d in compare(a, b).differences]
+    assert len(differences) == 6 * 7 * 4
+    for d in differences:
+        assert -1 <= d.low <= d.difference <= d.high <= 1 and d.low < d.high, d
+        assert d.p_value is not None and 0 < d.p_value <= 1, d
+        # The p-value and the interval say the same of 0.
+        assert (d.p_value < 0.05) == (not d.low <= 0 <= d.high), d
+    # All-pass against all-fail: every task differs by 1 (SE 0, Newcombe's interval); on ten
+    # problems of one task each that is significant.
+    extreme = [d for d in differences if abs(d.difference) == 1]
+    assert len(extreme) >= 2 * 7 * 4  # all-pass and all-fail, both ways; 'some' may add
+    assert all(d.p_value < 0.05 for d in extreme if d.group == "random_span_light")
+
+
+def test_a_run_that_passes_every_task_is_at_1_with_no_spread_whatever_its_weights():
+    # 49 shares of 1/49 add up to 0.9999999999999999: the figure was that, with a standard
+    # error of 1e-17 and an interval of about [0.99999999999999, 1] (misses of high rates).
+    s = spread(np.ones(49), np.ones(49), np.arange(49) % 7)
+    assert s.value == 1 and s.stderr == 0
+    low, high = rate_interval(s)
+    assert high == 1 and low < 0.9
+
+
+def test_the_standard_error_is_bias_reduced_for_a_problem_that_carries_most_tasks():
+    # Every task of a problem alike (the working model): the mean of a problem of weight W_g has
+    # variance sum W_g^2 sigma^2, and CR2's estimate is unbiased for it, averaged over draws;
+    # the metric's CR1 one falls short when one problem carries most of the weight.
+    sizes = np.array([28, 105, 1, 21, 3])
+    clusters = np.repeat(np.arange(5), sizes)
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(20000, 5))
+    shares = sizes / sizes.sum()
+    true = float(np.sum(shares**2))
+    cr2 = np.mean([spread(x[clusters], np.ones(len(clusters)), clusters).stderr ** 2
+                   for x in draws[:4000]])  # fmt: skip
+    assert cr2 == pytest.approx(true, rel=0.05)
+    # And the degrees of freedom are those of about one problem, not G - 1 = 4.
+    assert spread(draws[0][clusters], np.ones(len(clusters)), clusters).degrees_of_freedom < 2

@@ -1,37 +1,52 @@
 """95% intervals for rates measured on tasks clustered by HumanEval problem.
 
-A rate's interval is Wilson's score interval (Wilson 1927) on the effective number of tasks,
-the design-effect form used for clustered surveys (Kish 1965; Korn and Graubard 1998):
+The spread of a figure T = sum_i w_i x_i (weights summing to 1) over G problems, problem g
+carrying the share W_g of the weight and contributing u_g = sum_{i in g} w_i (x_i - T):
 
-- n_eff = p (1 - p) / SE^2, SE the clustered standard error of the rate p; kept between the
-  number of problems (every task of a problem alike) and the number of independent trials (each
-  task's epochs, or epochs / k for pass@k), each counted by its weight (Kish's
-  (sum w)^2 / sum w^2 / trials); when p is 0 or 1, or SE is 0, the spread says nothing of the
-  clustering, so n_eff is the number of problems (the cautious end);
-- the quantile is Student's t. With one task per problem (HumanEval) its degrees of freedom are
-  G - 1; with several, the clustered variance may rest on a few problems (a rare success in a
-  heavily clustered subset), and they move towards the effective degrees of freedom of that
-  variance, (sum_g u_g^2)^2 / sum_g u_g^4 over the problems' contributions u_g (Satterthwaite
-  1946; kept between 1 and G - 1), in proportion to the share of tasks beyond one per problem:
-  1 / df = w / df_u + (1 - w) / (G - 1), w = 1 - G / n (G and n counted by weight, as above).
+- the standard error is bias-reduced (CR2: Bell and McCaffrey 2002; Pustejovsky and Tipton
+  2018): SE^2 = sum_g u_g^2 / (1 - 2 W_g + sum_h W_h^2). A problem that carries much of the
+  weight pulls T towards itself, so its own u_g understates its part of the variance; each
+  contribution is scaled so that SE^2 is unbiased when each problem's tasks are alike (the
+  working model: intraclass correlation 1, as HumanEval's problems mostly pass or fail whole).
+  With problems of equal weight this is G / (G - 1) sum_g u_g^2, the metric's own standard error;
+- the degrees of freedom are Bell and McCaffrey's (as recommended by Imbens and Kolesar 2016)
+  under the same working model (`bias_reduction`), which depend on the weights alone: G - 1 with
+  equal weights, about 1 when one problem carries most of the weight; with several tasks per problem they move towards the effective degrees of freedom of
+  the variance observed, (sum_g v_g)^2 / sum_g v_g^2 over the problems' scaled contributions v_g
+  (Satterthwaite 1946; kept between 1 and the design's), in proportion to the share of tasks
+  beyond one per problem: 1 / df = w / df_v + (1 - w) / df_BM, w = 1 - G / n (G and n counted
+  by weight: Kish's (sum w)^2 / sum w^2 of the problems' and of the tasks' weights). A rare
+  success (or failure) carried by one or two problems then gets the width that warrants.
 
-Unlike figure +- 1.96 SE, it stays inside [0, 1], is not of zero width at 0 or 1, and keeps its
-coverage with few problems and rates near 0 or 1 (`benchmarks/interval_coverage.py`). A rate
-from fewer than two problems has no interval: one problem shows no spread to measure.
+A rate's interval is Wilson's score interval (Wilson 1927) on the effective number of tasks, the
+design-effect form used for clustered surveys (Kish 1965; Korn and Graubard 1998), with Student's
+t quantile on those degrees of freedom:
+
+- n_eff = p (1 - p) / SE^2, kept between the effective number of problems (every task of a
+  problem alike) and of independent trials (each task's epochs, or epochs / k for pass@k), each
+  counted by its weight; when p is 0 or 1, or SE is 0, the spread says nothing of the clustering,
+  so n_eff is the effective number of problems (the cautious end).
+
+It stays inside [0, 1], is not of zero width at 0 or 1, and keeps its coverage with few problems,
+problems of very unequal numbers of tasks (multi-line infilling: 1 to 435 per problem) and rates
+near 0 or 1 (`benchmarks/interval_coverage.py`). A rate from fewer than two problems has no
+interval: one problem shows no spread to measure.
 
 Paired differences (in [-1, 1], symmetric near 0) keep a normal-shaped interval D +- t SE, with
-the same t in place of 1.96 (and in the p-value and the minimum detectable effect): the
-simulation shows 1.96 too narrow with few problems. And when every task's difference is the same
-(SE 0: typically two runs that agree on every task, common with few problems or rates near 0 or
-1), the pairing shows no spread at all, and the interval is that of two independent rates:
-Newcombe's (1998) square-and-add of the two runs' own intervals above.
+the same SE and t, cut to [-1, 1] (a difference cannot leave it, so the cut loses no coverage).
+When every task's difference is the same (SE 0: typically two runs that agree on every task,
+common with few problems or rates near 0 or 1), the pairing shows no spread at all, and the
+interval is that of two independent rates: Newcombe's (1998) square-and-add of the two runs' own
+intervals above. The p-value is the smallest 1 - confidence at which the interval leaves out 0:
+with SE > 0 the two-sided t test's, and with SE 0 found on Newcombe's interval, so that it is
+below 0.05 exactly when the 95% interval leaves out 0.
 """
 
 import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 CONFIDENCE = 0.95
 POWER = 0.80
@@ -43,7 +58,7 @@ class Spread:
     """What an interval needs of a weighted mean over tasks clustered by problem."""
 
     value: float
-    stderr: float  # clustered; NaN from fewer than two problems
+    stderr: float  # clustered, bias-reduced (CR2); NaN from fewer than two problems
     problems: int
     degrees_of_freedom: float  # effective, of the clustered variance
     tasks_weighted: float  # Kish's effective number of tasks: (sum w)^2 / sum w^2
@@ -52,7 +67,12 @@ class Spread:
 
     @property
     def quantile(self) -> float:
-        return t_quantile(1 - (1 - CONFIDENCE) / 2, self.degrees_of_freedom)
+        return quantile(self, CONFIDENCE)
+
+
+def quantile(s: Spread, confidence: float) -> float:
+    """Student's t quantile of a two-sided interval at `confidence`."""
+    return t_quantile(1 - (1 - confidence) / 2, s.degrees_of_freedom)
 
 
 def spread(
@@ -60,35 +80,65 @@ def spread(
 ) -> Spread:
     """The weighted mean of `values` and its clustered spread (`clusters`: each task's problem;
     `trials`: the independent trials behind each task's value, 1 if not given)."""
-    share = np.asarray(weights, dtype=float) / math.fsum(weights)
+    values = np.asarray(values, dtype=float)
+    weights = np.asarray(weights, dtype=float)
+    total = math.fsum(weights)
+    share = weights / total
     trials = np.ones(len(share)) if trials is None else np.maximum(np.asarray(trials, float), 1)
-    value = math.fsum(share * values)
+    # Tasks that all have one value have that value, exactly, and no spread: shares that sum to
+    # 1 - 1e-16 gave a run that passed everything 0.9999999999999998 and a standard error of
+    # 1e-17, and so an interval of zero width just below 1.
+    alike = len(values) > 0 and bool(np.ptp(values) == 0)
+    value = float(values[0]) if alike else math.fsum(weights * values) / total
     _, cluster_of = np.unique(np.asarray(clusters), return_inverse=True)
-    contributions = np.bincount(cluster_of, weights=share * (values - value))
+    problem_share = np.bincount(cluster_of, weights=share)
+    residuals = np.zeros(len(values)) if alike else values - value
+    contributions = np.bincount(cluster_of, weights=share * residuals)
     problems = len(contributions)
-    squares = math.fsum(contributions**2)
     tasks_weighted = 1 / math.fsum(share**2)
-    problems_weighted = 1 / math.fsum(np.bincount(cluster_of, weights=share) ** 2)
+    problems_weighted = 1 / math.fsum(problem_share**2)
     if problems < 2:
         stderr, freedom = math.nan, math.nan
     else:
-        stderr = math.sqrt(problems / (problems - 1) * squares)
-        fourths = math.fsum(contributions**4)
-        carried = squares**2 / fourths if fourths > 0 else problems - 1
-        carried = min(max(carried, 1.0), problems - 1.0)
-        beyond_one = 1 - problems_weighted / tasks_weighted
-        freedom = 1 / (beyond_one / carried + (1 - beyond_one) / (problems - 1))
+        scale, design = bias_reduction(problem_share)
+        scaled = scale * contributions**2
+        stderr = math.sqrt(math.fsum(scaled))
+        fourths = math.fsum(scaled**2)
+        carried = math.fsum(scaled) ** 2 / fourths if fourths > 0 else design
+        carried = min(max(carried, 1.0), design)
+        beyond_one = max(1 - problems_weighted / tasks_weighted, 0.0)
+        freedom = 1 / (beyond_one / carried + (1 - beyond_one) / design)
     return Spread(
         value, stderr, problems, freedom, tasks_weighted, problems_weighted,
         trials_weighted=1 / math.fsum(share**2 / trials),
     )  # fmt: skip
 
 
+def bias_reduction(problem_share: np.ndarray) -> tuple[np.ndarray, float]:
+    """CR2's factor for each problem's squared contribution, and Bell and McCaffrey's degrees of
+    freedom, for a weighted mean whose problems carry the shares W (summing to 1), under the
+    working model of problems' means independent with one variance.
+
+    A problem's residual e_g = y_g - sum_h W_h y_h has variance 1 - 2 W_g + sum_h W_h^2 (times
+    the problems' variance); the estimate sum_g W_g^2 e_g^2 / that is unbiased for the variance
+    of the mean, sum_g W_g^2. It is a quadratic form in the y_g, whose Satterthwaite degrees of
+    freedom are (sum_g a_g C_gg)^2 / sum_{g,h} a_g a_h C_gh^2, a_g = W_g^2 / (1 - 2 W_g + S),
+    C the covariance of the residuals: C_gh = [g = h] - W_g - W_h + S, S = sum_h W_h^2.
+    """
+    squares = math.fsum(problem_share**2)
+    covariance = squares - problem_share[:, None] - problem_share[None, :]
+    covariance[np.diag_indices_from(covariance)] += 1
+    scale = 1 / np.diag(covariance)
+    loads = scale * problem_share**2
+    design = squares**2 / float(loads @ covariance**2 @ loads)
+    return scale, min(design, len(problem_share) - 1.0)
+
+
 def t_quantile(probability: float, degrees_of_freedom: float) -> float:
     return float(stats.t.ppf(probability, degrees_of_freedom))
 
 
-def rate_interval(s: Spread) -> tuple[float, float] | None:
+def rate_interval(s: Spread, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
     """Wilson's interval on the effective number of tasks (see the module); None from fewer than
     two problems."""
     if s.problems < 2:
@@ -98,33 +148,55 @@ def rate_interval(s: Spread) -> tuple[float, float] | None:
         n = min(max(p * (1 - p) / s.stderr**2, s.problems_weighted), s.trials_weighted)
     else:
         n = s.problems_weighted
-    q2 = s.quantile**2
+    q2 = quantile(s, confidence) ** 2
     centre = (p + q2 / (2 * n)) / (1 + q2 / n)
     half = math.sqrt(q2) / (1 + q2 / n) * math.sqrt(p * (1 - p) / n + q2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # Wilson's interval holds p (its ends are 0 and 1 at p = 0 and 1), which rounding may miss.
+    return max(0.0, min(centre - half, p)), min(1.0, max(centre + half, p))
 
 
-def difference_interval(s: Spread, baseline: Spread, other: Spread) -> tuple[float, float] | None:
-    """D +- t SE for a paired difference `s` (other minus baseline), or with SE 0 Newcombe's
-    square-and-add of the two rates' intervals; None from fewer than two problems."""
+def difference_interval(
+    s: Spread, baseline: Spread, other: Spread, confidence: float = CONFIDENCE
+) -> tuple[float, float] | None:
+    """D +- t SE for a paired difference `s` (other minus baseline), cut to [-1, 1], or with SE 0
+    Newcombe's square-and-add of the two rates' intervals; None from fewer than two problems."""
     if s.problems < 2:
         return None
     if s.stderr > 0:
-        return s.value - s.quantile * s.stderr, s.value + s.quantile * s.stderr
-    (low_a, high_a), (low_b, high_b) = rate_interval(baseline), rate_interval(other)
+        half = quantile(s, confidence) * s.stderr
+        return max(-1.0, s.value - half), min(1.0, s.value + half)
+    (low_a, high_a), (low_b, high_b) = (
+        rate_interval(baseline, confidence), rate_interval(other, confidence)
+    )  # fmt: skip
     a, b = baseline.value, other.value
     return (
-        s.value - math.hypot(b - low_b, high_a - a),
-        s.value + math.hypot(high_b - b, a - low_a),
+        max(-1.0, s.value - math.hypot(b - low_b, high_a - a)),
+        min(1.0, s.value + math.hypot(high_b - b, a - low_a)),
     )
 
 
-def p_value(s: Spread) -> float | None:
-    """Two-sided, of D = 0 against Student's t with the effective degrees of freedom; None when
-    there is no spread to test by."""
-    if s.problems < 2 or not s.stderr > 0:
+def p_value(s: Spread, baseline: Spread, other: Spread) -> float | None:
+    """Two-sided, of D = 0: the smallest 1 - confidence at which `difference_interval` leaves out
+    0 (the t test's with SE > 0); None from fewer than two problems."""
+    if s.problems < 2:
         return None
-    return float(2 * stats.t.sf(abs(s.value / s.stderr), s.degrees_of_freedom))
+    if s.stderr > 0:
+        return float(2 * stats.t.sf(abs(s.value / s.stderr), s.degrees_of_freedom))
+    if s.value == 0:
+        return 1.0
+
+    def nearest_zero(confidence: float) -> float:
+        interval = difference_interval(s, baseline, other, confidence)
+        assert interval is not None  # two problems or more, checked above
+        low, high = interval
+        return low if s.value > 0 else -high  # > 0 while the interval leaves out 0
+
+    # At confidence 0 the interval is [D, D]; towards 1 the rates' intervals reach [0, 1], and
+    # the difference's then holds 0.
+    top = 1 - 1e-15
+    if nearest_zero(top) > 0:
+        return 1 - top
+    return 1 - optimize.brentq(nearest_zero, 0.0, top, xtol=1e-14)
 
 
 def minimum_detectable(s: Spread) -> float:

@@ -190,7 +190,7 @@ class Difference:
 
     @property
     def p_value(self) -> float | None:
-        return intervals.p_value(self.spread)
+        return intervals.p_value(self.spread, self.baseline, self.other)
 
     @property
     def minimum_detectable(self) -> float:
