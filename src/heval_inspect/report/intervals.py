@@ -19,6 +19,12 @@ Unlike figure +- 1.96 SE, it stays inside [0, 1], is not of zero width at 0 or 1
 coverage with few problems and rates near 0 or 1 (`benchmarks/interval_coverage.py`). A rate
 from fewer than two problems has no interval: one problem shows no spread to measure.
 
+Figures are sums of rounded shares, so a rate that is 0 or 1 can come out 1e-16 away, and an
+interval's end computed by the formula miss the figure it should meet by as much. A rate within
+ROUNDING of 0 or 1 is that end, a standard error below ROUNDING is 0, and every interval is
+`bounded`: inside its range ([0, 1] for a rate, [-1, 1] for a difference) and around its figure,
+so that what is printed and drawn (an error bar's lengths) is never negative.
+
 Paired differences (in [-1, 1], symmetric near 0) keep a normal-shaped interval D +- t SE, with
 the same t in place of 1.96 (and in the p-value and the minimum detectable effect): the
 simulation shows 1.96 too narrow with few problems. And when every task's difference is the same
@@ -36,6 +42,28 @@ from scipy import stats
 CONFIDENCE = 0.95
 POWER = 0.80
 NO_INTERVAL = "fewer than two problems: no spread to measure"
+# Float error, far below any true rate or spread (about 1 / (tasks x epochs) at least, 1e-5).
+ROUNDING = 1e-12
+
+
+def snapped(value: float) -> float:
+    """0, 1 or -1 for a value within ROUNDING of it; else the value."""
+    for end in (0.0, 1.0, -1.0):
+        if abs(value - end) < ROUNDING:
+            return end
+    return value
+
+
+def bounded(
+    value: float, interval: tuple[float, float] | None, lowest: float = 0.0, highest: float = 1.0
+) -> tuple[float, float] | None:
+    """The interval inside [lowest, highest] and around the value (which, computed apart from
+    it, may lie outside it by float error)."""
+    if interval is None:
+        return None
+    value = min(max(value, lowest), highest)
+    low, high = interval
+    return max(lowest, min(low, value)), min(highest, max(high, value))
 
 
 @dataclass(frozen=True)
@@ -62,7 +90,8 @@ def spread(
     `trials`: the independent trials behind each task's value, 1 if not given)."""
     share = np.asarray(weights, dtype=float) / math.fsum(weights)
     trials = np.ones(len(share)) if trials is None else np.maximum(np.asarray(trials, float), 1)
-    value = math.fsum(share * values)
+    # As the metric's weighted mean: every task at 1 makes 1.0, not 1 - 1e-16.
+    value = snapped(math.fsum(share * values) / math.fsum(share))
     _, cluster_of = np.unique(np.asarray(clusters), return_inverse=True)
     contributions = np.bincount(cluster_of, weights=share * (values - value))
     problems = len(contributions)
@@ -75,6 +104,8 @@ def spread(
         stderr = math.sqrt(problems / (problems - 1) * squares)
         fourths = math.fsum(contributions**4)
         carried = squares**2 / fourths if fourths > 0 else problems - 1
+        if stderr < ROUNDING:  # every task alike, but for float error
+            stderr, carried = 0.0, problems - 1
         carried = min(max(carried, 1.0), problems - 1.0)
         beyond_one = 1 - problems_weighted / tasks_weighted
         freedom = 1 / (beyond_one / carried + (1 - beyond_one) / (problems - 1))
@@ -93,7 +124,7 @@ def rate_interval(s: Spread) -> tuple[float, float] | None:
     two problems."""
     if s.problems < 2:
         return None
-    p = min(max(s.value, 0.0), 1.0)
+    p = snapped(min(max(s.value, 0.0), 1.0))
     if 0 < p < 1 and s.stderr > 0:
         n = min(max(p * (1 - p) / s.stderr**2, s.problems_weighted), s.trials_weighted)
     else:
@@ -101,7 +132,7 @@ def rate_interval(s: Spread) -> tuple[float, float] | None:
     q2 = s.quantile**2
     centre = (p + q2 / (2 * n)) / (1 + q2 / n)
     half = math.sqrt(q2) / (1 + q2 / n) * math.sqrt(p * (1 - p) / n + q2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return bounded(p, (centre - half, centre + half))
 
 
 def difference_interval(s: Spread, baseline: Spread, other: Spread) -> tuple[float, float] | None:
@@ -110,12 +141,14 @@ def difference_interval(s: Spread, baseline: Spread, other: Spread) -> tuple[flo
     if s.problems < 2:
         return None
     if s.stderr > 0:
-        return s.value - s.quantile * s.stderr, s.value + s.quantile * s.stderr
+        half = s.quantile * s.stderr
+        return bounded(s.value, (s.value - half, s.value + half), -1.0)
     (low_a, high_a), (low_b, high_b) = rate_interval(baseline), rate_interval(other)
     a, b = baseline.value, other.value
-    return (
-        s.value - math.hypot(b - low_b, high_a - a),
-        s.value + math.hypot(high_b - b, a - low_a),
+    return bounded(
+        s.value,
+        (s.value - math.hypot(b - low_b, high_a - a), s.value + math.hypot(high_b - b, a - low_a)),
+        -1.0,
     )
 
 

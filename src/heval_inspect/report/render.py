@@ -32,7 +32,9 @@ TERMINAL_WIDTH = 100
 def number(value: float | None, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    return f"{value:.{digits}f}"
+    shown = f"{value:.{digits}f}"
+    # A figure that rounds to 0 (a difference of -1e-17) has no sign.
+    return shown.removeprefix("-") if float(shown) == 0 else shown
 
 
 def p_value(value: float | None) -> str:
@@ -440,8 +442,10 @@ def write_all(report: Report, out: Path) -> dict[str, Path]:
         "failures": out / "failures.csv",
         "gaps": out / "gaps.csv",
     }
-    files["markdown"].write_text(markdown(report), encoding="utf-8")
-    files["html"].write_text(html_page(report), encoding="utf-8")
+    # Every view made before any is written: a report that fails leaves no partial one behind.
+    texts = {"markdown": markdown(report), "html": html_page(report)}
+    for name, text in texts.items():
+        files[name].write_text(text, encoding="utf-8")
     write_csv(files["results"], results_csv_rows(report))
     write_csv(files["differences"], differences_csv_rows(report))
     write_csv(files["failures"], failures_csv_rows(report))
