@@ -8,6 +8,7 @@ numpy, never the package's code.
 import csv
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -79,7 +80,7 @@ def test_each_cause_has_one_kind():
 
 
 def test_a_log_of_another_task_is_refused_before_its_samples_are_read(tmp_path, monkeypatch):
-    [log] = inspect_eval(
+    [_log] = inspect_eval(
         Task(dataset=[Sample(input="2 + 2", target="4")], scorer=match()),
         model="none",
         log_dir=str(tmp_path),
@@ -92,6 +93,15 @@ def test_a_log_of_another_task_is_refused_before_its_samples_are_read(tmp_path, 
     monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parsed)
     with pytest.raises(ReportError, match=r"not of one of heval_inspect's tasks: give only logs"):
         build_report([str(tmp_path)])
+
+
+def test_the_help_says_which_of_a_runs_logs_counts():
+    shown = subprocess.run(
+        [str(Path(sys.executable).with_name("heval-inspect")), "report", "--help"],
+        capture_output=True, text=True, check=True, env=os.environ | {"COLUMNS": "100"},
+    ).stdout  # fmt: skip
+    text = " ".join(shown.split())
+    assert "the newest counts" in text and "give its file alone" in text
 
 
 # ---------------------------------------------------------------------- real logs (sandbox)
@@ -149,7 +159,7 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp
     assert got.other_better == 0 and got.same == sum(ci == EPOCHS for ci in c)
     # The numbers are those the Markdown and CSV files show.
     files = write_all(report, tmp_path)
-    rows = list(csv.DictReader(open(files["differences"], encoding="utf-8")))
+    rows = list(csv.DictReader(files["differences"].read_text(encoding="utf-8").splitlines()))
     [row] = [r for r in rows if r["figure"] == "pass@1"]
     assert float(row["p_value"]) == pytest.approx(got.p_value, rel=1e-12)
     assert f"{got.difference:.3f} [{got.low:.3f}, {got.high:.3f}]" in markdown(report)
@@ -369,7 +379,7 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     names = {"report.md", "report.html", "results.csv", "differences.csv", "failures.csv",
              "gaps.csv"}  # fmt: skip
     assert names <= {p.name for p in out.iterdir()}
-    results = list(csv.DictReader(open(out / "results.csv", encoding="utf-8")))
+    results = list(csv.DictReader((out / "results.csv").read_text(encoding="utf-8").splitlines()))
     mutant = {r["figure"]: float(r["value"]) for r in results if r["run"].startswith("mutant")}
     assert mutant["pass@1"] == pytest.approx(np.mean(passes()) / EPOCHS, abs=1e-12)
     refused = subprocess.run(

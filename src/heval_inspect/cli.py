@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             "the shards of a run, and prints and writes the report: report.md, report.html (one "
             "self-contained page with the plots) and CSV files. A run is named by its eval "
             "metadata 'label' (inspect eval --metadata label=NAME), else its model, else its first "
-            "tag (--tags NAME), else its completion file."
+            "tag (--tags NAME), else its completion file. Of several successful logs of one run "
+            "(or shard), e.g. a run made twice into one folder, the newest counts and a note "
+            "names the others: to report another, give its file alone."
         ),
     )
     report.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="log files or folders")
