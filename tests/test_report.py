@@ -95,12 +95,13 @@ def test_a_log_of_another_task_is_refused_before_its_samples_are_read(tmp_path, 
         build_report([str(tmp_path)])
 
 
-def test_the_help_says_which_of_a_runs_logs_counts():
+def test_the_help_names_the_output_folder_and_which_of_a_runs_logs_counts():
     shown = subprocess.run(
         [str(Path(sys.executable).with_name("heval-inspect")), "report", "--help"],
         capture_output=True, text=True, check=True, env=os.environ | {"COLUMNS": "100"},
     ).stdout  # fmt: skip
     text = " ".join(shown.split())
+    assert "(default: heval-report, in the current folder)" in text
     assert "the newest counts" in text and "give its file alone" in text
 
 

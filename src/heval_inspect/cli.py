@@ -70,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         ),
     )
     report.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="log files or folders")
-    report.add_argument("--out", default="heval-report", help="folder to write into")
+    report.add_argument(
+        "--out",
+        default="heval-report",
+        help="folder to write into (default: %(default)s, in the current folder)",
+    )
     report.add_argument(
         "--baseline",
         metavar="MODEL",
