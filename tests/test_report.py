@@ -364,6 +364,7 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
         [str(Path(sys.executable).with_name("heval-inspect")), "report", str(folder),
          report_logs["infilling"], "--out", str(out), "--baseline", "canonical"],
         capture_output=True, text=True, check=False,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
@@ -422,12 +423,14 @@ def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypa
 
 @docker
 def test_the_docs_show_what_the_command_prints(report_logs, tmp_path):
-    # docs/report.md: the report of the two replayed files, as printed into a pipe.
+    # docs/report.md: the report of the two replayed files, as printed into a pipe (100 columns
+    # wide, unless COLUMNS says otherwise).
     run = subprocess.run(
         [str(Path(sys.executable).with_name("heval-inspect")), "report",
          str(Path(report_logs["canonical"]).parent), "--baseline", "canonical", "--out",
          "report/"],
         capture_output=True, text=True, check=False, cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     printed = re.sub(r"\n\n+", "\n\n", "\n".join(line.rstrip() for line in run.stdout.splitlines()))
