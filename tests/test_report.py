@@ -308,14 +308,24 @@ def test_a_log_read_once_is_read_again_only_when_it_changes(report_logs, tmp_pat
 
 
 @docker
-def test_shards_with_a_gap_or_an_overlap_are_refused(report_logs, tmp_path):
+def test_shards_with_a_gap_or_an_overlap_are_refused_and_a_copy_counts_once(report_logs, tmp_path):
     shards = report_logs["shards"]
     with pytest.raises(ReportError, match=r"shard\(s\) 4 of 4 missing \(a gap\)"):
         build_report(shards[:3])
+    # A task of shard 1 in shard 2's log too.
+    log = read_eval_log(shards[1])
+    log.samples.append(read_eval_log(shards[0]).samples[0])
+    write_eval_log(log, str(tmp_path / "overlap.eval"))
+    with pytest.raises(ReportError, match=r"1 task\(s\) in more than one shard \(an overlap\)"):
+        build_report([shards[0], str(tmp_path / "overlap.eval"), *shards[2:]])
+    # A copy of a shard's log is that shard's log again: one counts, and a note says which.
     copy = tmp_path / "copy.eval"
     shutil.copy(shards[0], copy)
-    with pytest.raises(ReportError, match=r"shard\(s\) 1 given more than once \(an overlap\)"):
-        build_report([*shards, str(copy)])
+    [run] = build_report([*shards, str(copy)]).runs
+    [whole] = build_report(shards).runs
+    assert run.shards == "1-4 of 4" and len(run.samples) == len(whole.samples)
+    [note] = run.notes
+    assert note.startswith("2 successful logs of shard 1 of 4: counted the newest")
     with pytest.raises(ReportError, match="some of its logs are shards and some are not"):
         build_report([*shards, report_logs["infilling"]])
 
