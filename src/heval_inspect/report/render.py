@@ -341,7 +341,7 @@ def terminal(report: Report, console: Console | None = None) -> None:
 def _parts(cell: str) -> list[str]:
     """A cell's pieces that a line break may separate: before an interval or a parenthesis, and
     between the words of plain text (with no digit: not a figure, a version or a name)."""
-    parts = []
+    parts: list[str] = []
     for piece in re.split(r" (?=[\[(])", cell):
         parts += piece.split() if not re.search(r"\d", piece) else [piece]
     return parts or [""]
