@@ -360,26 +360,46 @@ def _wrapped(parts: list[str], width: int) -> list[str]:
 
 def _widths(columns: list[str], cells: list[list[str]], room: int) -> list[int] | None:
     """Each column's width so that the table fits `room` (None if it cannot): at least its
-    widest unbreakable part, and what room is left towards its widest cell."""
-    narrowest = [
-        max(
-            len(part) for part in [*column.split(), *(p for line in cells for p in _parts(line[i]))]
-        )
-        for i, column in enumerate(columns)
+    widest unbreakable part, and the room left given, a column at a time, where it saves most
+    lines for the room it takes (the table's height first, then its lines in all)."""
+    pieces = [
+        [column.split(), *(_parts(line[i]) for line in cells)] for i, column in enumerate(columns)
     ]
-    widest = [max(len(text) for text in texts) for texts in zip(columns, *cells, strict=True)]
-    spacing = 3 * len(columns) - 1  # the edges, and padding and a rule between columns
-    spare = room - spacing - sum(narrowest)
+    widths = [max(len(part) for parts in column for part in parts) for column in pieces]
+    spare = room - (3 * len(columns) - 1) - sum(widths)  # edges; padding and a rule between
     if spare < 0:
         return None
-    widths = list(narrowest)
-    # The spare room to the columns that need least of it to show each cell on one line first
-    # (a header that wraps, a short interval): most lines saved for the room given.
-    for index in sorted(range(len(columns)), key=lambda i: widest[i] - narrowest[i]):
-        given = min(widest[index] - narrowest[index], spare)
-        widths[index] += given
-        spare -= given
-    return widths
+    # Where each column's lines can change: the length of every run of a cell's parts.
+    steps = [
+        sorted({len(" ".join(parts[a:b])) for parts in column
+                for a in range(len(parts)) for b in range(a + 1, len(parts) + 1)})
+        for column in pieces
+    ]  # fmt: skip
+    lines = [
+        [len(_wrapped(parts, w)) for parts in column]
+        for column, w in zip(pieces, widths, strict=True)
+    ]
+
+    def shape(counts: list[list[int]]) -> tuple[int, int]:
+        rows = list(zip(*counts, strict=True))  # the header's, then each row's
+        return sum(max(row) for row in rows), sum(map(sum, rows))
+
+    while True:
+        now = shape(lines)
+        best: tuple[tuple[float, float], int, int, list[int]] | None = None
+        for index, column in enumerate(pieces):
+            for width in (s for s in steps[index] if widths[index] < s <= widths[index] + spare):
+                counts = [len(_wrapped(parts, width)) for parts in column]
+                after = shape([*lines[:index], counts, *lines[index + 1 :]])
+                cost = width - widths[index]
+                gain = ((now[0] - after[0]) / cost, (now[1] - after[1]) / cost)
+                if after < now and (best is None or gain > best[0]):
+                    best = (gain, index, width, counts)
+        if best is None:
+            return widths
+        _, index, width, lines[index] = best
+        spare -= width - widths[index]
+        widths[index] = width
 
 
 def _records(console: Console, columns: list[str], cells: list[list[str]]) -> None:
