@@ -256,7 +256,9 @@ def test_a_run_retried_with_inspect_eval_retry_reports_its_successful_log(
     assert retry.returncode == 0, retry.stderr
     run, rows = _results(folder, tmp_path / "report")
     assert run.returncode == 0, run.stderr
-    assert "ignored failed.eval (status 'error'): the run has a successful log" in run.stdout
+    # The note as printed, wrapped at the terminal's (or COLUMNS') width.
+    printed = " ".join(run.stdout.split())
+    assert "ignored failed.eval (status 'error'): the run has a successful log" in printed
     assert rows == cli_reports["k=1,3"][1]
 
 
