@@ -150,3 +150,33 @@ def report_figures(report) -> dict:
         for row in report.gaps
     }
     return figures
+
+
+# Logs whose figures sit at 0 or 1, where an interval's ends meet the figure.
+EDGE_SHARD_LIMIT = 10  # tasks per shard: two shards of all-passing tasks, 20 problems
+EDGE_FAILING = 3  # all-failing tasks (a number at which Wilson's lower end rounded above 0)
+
+
+def edge_logs(work: Path) -> dict[str, list[str]]:
+    """Real runs at the edges, by name, each a list of its logs: `all pass, 2 shards` (the
+    reference solver, `heval-inspect parallel --shards 2 ... --limit 10`'s runs), `all fail`
+    (garbage on a few tasks), `one sample` (the reference on one task)."""
+    from heval_inspect.solvers import reference
+
+    records = load_official(HUMANEVAL)[:EDGE_FAILING]
+    garbage = write_jsonl(
+        work / "garbage.jsonl", [{"task_id": r["task_id"], "completion": GARBAGE} for r in records]
+    )
+    return {
+        "all pass, 2 shards": [
+            run(
+                humaneval(shard=f"{i}/2"),
+                work / "shards",
+                solver=reference(),
+                limit=EDGE_SHARD_LIMIT,
+            )
+            for i in (1, 2)
+        ],
+        "all fail": [run(humaneval(samples=garbage, partial=True), work / "fail")],
+        "one sample": [run(humaneval(), work / "one", solver=reference(), limit=1)],
+    }

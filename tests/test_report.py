@@ -8,6 +8,7 @@ numpy, never the package's code.
 import csv
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -79,7 +80,7 @@ def test_each_cause_has_one_kind():
 
 
 def test_a_log_of_another_task_is_refused_before_its_samples_are_read(tmp_path, monkeypatch):
-    [log] = inspect_eval(
+    [_log] = inspect_eval(
         Task(dataset=[Sample(input="2 + 2", target="4")], scorer=match()),
         model="none",
         log_dir=str(tmp_path),
@@ -92,6 +93,16 @@ def test_a_log_of_another_task_is_refused_before_its_samples_are_read(tmp_path, 
     monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parsed)
     with pytest.raises(ReportError, match=r"not of one of heval_inspect's tasks: give only logs"):
         build_report([str(tmp_path)])
+
+
+def test_the_help_names_the_output_folder_and_which_of_a_runs_logs_counts():
+    shown = subprocess.run(
+        [str(Path(sys.executable).with_name("heval-inspect")), "report", "--help"],
+        capture_output=True, text=True, check=True, env=os.environ | {"COLUMNS": "100"},
+    ).stdout  # fmt: skip
+    text = " ".join(shown.split())
+    assert "(default: heval-report, in the current folder)" in text
+    assert "the newest counts" in text and "give its file alone" in text
 
 
 # ---------------------------------------------------------------------- real logs (sandbox)
@@ -149,7 +160,7 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp
     assert got.other_better == 0 and got.same == sum(ci == EPOCHS for ci in c)
     # The numbers are those the Markdown and CSV files show.
     files = write_all(report, tmp_path)
-    rows = list(csv.DictReader(open(files["differences"], encoding="utf-8")))
+    rows = list(csv.DictReader(files["differences"].read_text(encoding="utf-8").splitlines()))
     [row] = [r for r in rows if r["figure"] == "pass@1"]
     assert float(row["p_value"]) == pytest.approx(got.p_value, rel=1e-12)
     assert f"{got.difference:.3f} [{got.low:.3f}, {got.high:.3f}]" in markdown(report)
@@ -297,14 +308,24 @@ def test_a_log_read_once_is_read_again_only_when_it_changes(report_logs, tmp_pat
 
 
 @docker
-def test_shards_with_a_gap_or_an_overlap_are_refused(report_logs, tmp_path):
+def test_shards_with_a_gap_or_an_overlap_are_refused_and_a_copy_counts_once(report_logs, tmp_path):
     shards = report_logs["shards"]
     with pytest.raises(ReportError, match=r"shard\(s\) 4 of 4 missing \(a gap\)"):
         build_report(shards[:3])
+    # A task of shard 1 in shard 2's log too.
+    log = read_eval_log(shards[1])
+    log.samples.append(read_eval_log(shards[0]).samples[0])
+    write_eval_log(log, str(tmp_path / "overlap.eval"))
+    with pytest.raises(ReportError, match=r"1 task\(s\) in more than one shard \(an overlap\)"):
+        build_report([shards[0], str(tmp_path / "overlap.eval"), *shards[2:]])
+    # A copy of a shard's log is that shard's log again: one counts, and a note says which.
     copy = tmp_path / "copy.eval"
     shutil.copy(shards[0], copy)
-    with pytest.raises(ReportError, match=r"shard\(s\) 1 given more than once \(an overlap\)"):
-        build_report([*shards, str(copy)])
+    [run] = build_report([*shards, str(copy)]).runs
+    [whole] = build_report(shards).runs
+    assert run.shards == "1-4 of 4" and len(run.samples) == len(whole.samples)
+    [note] = run.notes
+    assert note.startswith("2 successful logs of shard 1 of 4: counted the newest")
     with pytest.raises(ReportError, match="some of its logs are shards and some are not"):
         build_report([*shards, report_logs["infilling"]])
 
@@ -353,6 +374,7 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
         [str(Path(sys.executable).with_name("heval-inspect")), "report", str(folder),
          report_logs["infilling"], "--out", str(out), "--baseline", "canonical"],
         capture_output=True, text=True, check=False,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
@@ -369,7 +391,7 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     names = {"report.md", "report.html", "results.csv", "differences.csv", "failures.csv",
              "gaps.csv"}  # fmt: skip
     assert names <= {p.name for p in out.iterdir()}
-    results = list(csv.DictReader(open(out / "results.csv", encoding="utf-8")))
+    results = list(csv.DictReader((out / "results.csv").read_text(encoding="utf-8").splitlines()))
     mutant = {r["figure"]: float(r["value"]) for r in results if r["run"].startswith("mutant")}
     assert mutant["pass@1"] == pytest.approx(np.mean(passes()) / EPOCHS, abs=1e-12)
     refused = subprocess.run(
@@ -411,12 +433,14 @@ def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypa
 
 @docker
 def test_the_docs_show_what_the_command_prints(report_logs, tmp_path):
-    # docs/report.md: the report of the two replayed files, as printed into a pipe.
+    # docs/report.md: the report of the two replayed files, as printed into a pipe (100 columns
+    # wide, unless COLUMNS says otherwise).
     run = subprocess.run(
         [str(Path(sys.executable).with_name("heval-inspect")), "report",
          str(Path(report_logs["canonical"]).parent), "--baseline", "canonical", "--out",
          "report/"],
         capture_output=True, text=True, check=False, cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     printed = re.sub(r"\n\n+", "\n\n", "\n".join(line.rstrip() for line in run.stdout.splitlines()))

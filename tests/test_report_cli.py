@@ -18,7 +18,9 @@ from inspect_ai.log import EvalError, read_eval_log, write_eval_log
 
 from heval_inspect.report import ReportError, build_report
 from heval_inspect.solvers import reference
-from heval_inspect.tasks import humaneval
+from heval_inspect.tasks import humaneval, humaneval_infilling
+
+from .report_logs import run as run_eval
 
 pytestmark = pytest.mark.docker
 
@@ -187,15 +189,25 @@ def test_a_shard_retried_after_a_failed_log_merges_with_its_successful_log(
     assert run.notes == [f"{note}, shard-2.eval."]
 
 
-def test_a_shard_given_twice_successfully_is_refused_naming_both_logs(report_logs, tmp_path):
+def test_a_shard_run_twice_counts_its_newest_log_and_names_the_other(report_logs, tmp_path):
+    # Shard 2 of 4 run again, for real, with the same completions: two successful logs of it.
     shards = _shards(report_logs)
-    folder = _folder(tmp_path / "logs", {**shards, "shard-2-again.eval": shards["shard-2.eval"]})
-    with pytest.raises(ReportError) as refused:
-        build_report([str(folder)])
-    message = str(refused.value)
-    assert "shard(s) 2 given more than once (an overlap)" in message
-    assert f"{folder / 'shard-2-again.eval'} (status 'success')" in message
-    assert f"{folder / 'shard-2.eval'} (status 'success')" in message
+    samples = Path(report_logs["infilling"]).parents[1] / "infilling.jsonl"
+    again = run_eval(
+        humaneval_infilling(samples=str(samples), partial=True, k="1,2", shard="2/4"),
+        tmp_path / "again",
+        tags=["replayed"],
+    )
+    folder = _folder(tmp_path / "logs", {**shards, "shard-2-again.eval": again})
+    report = build_report([str(folder)])
+    [merged] = report.runs
+    assert [Path(file).name for file in merged.files] == [
+        "shard-1.eval", "shard-2-again.eval", "shard-3.eval", "shard-4.eval"
+    ]  # fmt: skip
+    [note] = merged.notes
+    assert note.startswith("2 successful logs of shard 2 of 4: counted the newest, shard-2-again")
+    assert "left out shard-2.eval (started " in note
+    assert _figures(report) == _figures(build_report(report_logs["shards"]))
 
 
 def test_a_shard_with_only_failed_logs_is_refused_naming_them(report_logs, tmp_path):
@@ -244,23 +256,59 @@ def test_a_run_retried_with_inspect_eval_retry_reports_its_successful_log(
     assert retry.returncode == 0, retry.stderr
     run, rows = _results(folder, tmp_path / "report")
     assert run.returncode == 0, run.stderr
-    assert "ignored failed.eval (status 'error'): the run has a successful log" in run.stdout
+    # The note as printed, wrapped at the terminal's (or COLUMNS') width.
+    printed = " ".join(run.stdout.split())
+    assert "ignored failed.eval (status 'error'): the run has a successful log" in printed
     assert rows == cli_reports["k=1,3"][1]
 
 
-@pytest.mark.parametrize("statuses", [("success", "success"), ("error", "cancelled")])
-def test_a_run_given_twice_without_one_successful_log_is_refused(report_logs, tmp_path,
-                                                                 statuses):  # fmt: skip
+def test_a_run_given_twice_without_a_successful_log_is_refused(report_logs, tmp_path):
     source = report_logs["infilling"]
     logs = {
-        f"run-{number}.eval": source if status == "success" else _failed(
-            source, tmp_path / f"{status}.eval", status
-        )
-        for number, status in enumerate(statuses)
-    }  # fmt: skip
+        f"run-{number}.eval": _failed(source, tmp_path / f"{status}.eval", status)
+        for number, status in enumerate(("error", "cancelled"))
+    }
     folder = _folder(tmp_path / "logs", logs)
     with pytest.raises(ReportError, match="2 logs are the same run") as refused:
         build_report([str(folder)])
     message = str(refused.value)
-    for name, status in zip(logs, statuses, strict=True):
+    for name, status in zip(logs, ("error", "cancelled"), strict=True):
         assert f"{folder / name} (status {status!r})" in message
+
+
+@pytest.fixture(scope="module")
+def run_twice(tmp_path_factory) -> Path:
+    """The README's first eval, run twice into one folder (on LIMIT tasks)."""
+    folder = tmp_path_factory.mktemp("twice") / "logs"
+    for _ in range(2):
+        ran = subprocess.run(
+            [str(BIN / "inspect"), "eval", "heval_inspect/humaneval", "--model", "none",
+             "--solver", "heval_inspect/reference", "--limit", str(LIMIT), "--log-dir",
+             str(folder), "--display", "none"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+    return folder
+
+
+def test_a_run_logged_twice_is_reported_from_its_newest_log_naming_the_other(run_twice, tmp_path):
+    older, newer = sorted(run_twice.glob("*.eval"), key=lambda f: read_eval_log(
+        str(f), header_only=True).eval.created)  # fmt: skip
+    report, rows = _results(run_twice, tmp_path / "report")
+    assert report.returncode == 0, report.stderr
+    assert {row["run"] for row in rows} == {"reference (humaneval 2-B)"}
+    # One line says which log counts and which is left out, and how to choose another.
+    printed = " ".join(report.stdout.split())
+    assert (
+        f"note: reference (humaneval 2-B): 2 successful logs of the run: counted the newest, "
+        f"{newer.name} (started " in printed
+    )
+    assert f"left out {older.name} (started " in printed
+    assert "give its file alone" in printed
+    markdown_ = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert newer.name in markdown_.split("## Results")[0]  # the Runs table's logs
+    assert older.name not in markdown_.split("## Results")[0]
+    # Given alone, the older log is the run.
+    alone, rows_alone = _results(older, tmp_path / "alone")
+    assert alone.returncode == 0, alone.stderr
+    assert "note:" not in alone.stdout and rows_alone == rows

@@ -113,7 +113,9 @@ def parser() -> argparse.ArgumentParser:
             "the shards of a run, and prints and writes the report: report.md, report.html (one "
             "self-contained page with the plots) and CSV files. A run is named by its eval "
             "metadata 'label' (inspect eval --metadata label=NAME), else its model, else its first "
-            "tag (--tags NAME), else its completion file."
+            "tag (--tags NAME), else its completion file. Of several successful logs of one run "
+            "(or shard), e.g. a run made twice into one folder, the newest counts and a note "
+            "names the others: to report another, give its file alone."
         ),
     )
     report.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="log files or folders")
@@ -121,7 +123,7 @@ def parser() -> argparse.ArgumentParser:
         "--out",
         default="heval-report",
         metavar="DIR",
-        help="folder to write into (default: ./heval-report)",
+        help="folder to write into (default: %(default)s, in the current folder)",
     )
     report.add_argument(
         "--baseline",

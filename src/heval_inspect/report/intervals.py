@@ -32,6 +32,12 @@ problems of very unequal numbers of tasks (multi-line infilling: 1 to 435 per pr
 near 0 or 1 (`benchmarks/interval_coverage.py`). A rate from fewer than two problems has no
 interval: one problem shows no spread to measure.
 
+Figures are sums of rounded shares, so a rate that is 0 or 1 can come out 1e-16 away, and an
+interval's end computed by the formula miss the figure it should meet by as much. A rate within
+ROUNDING of 0 or 1 is that end, a standard error below ROUNDING is 0, and every interval is
+`bounded`: inside its range ([0, 1] for a rate, [-1, 1] for a difference) and around its figure,
+so that what is printed and drawn (an error bar's lengths) is never negative.
+
 Paired differences (in [-1, 1], symmetric near 0) keep a normal-shaped interval D +- t SE, with
 the same SE and t, cut to [-1, 1] (a difference cannot leave it, so the cut loses no coverage).
 When every task's difference is the same (SE 0: typically two runs that agree on every task,
@@ -51,6 +57,28 @@ from scipy import optimize, stats
 CONFIDENCE = 0.95
 POWER = 0.80
 NO_INTERVAL = "fewer than two problems: no spread to measure"
+# Float error, far below any true rate or spread (about 1 / (tasks x epochs) at least, 1e-5).
+ROUNDING = 1e-12
+
+
+def snapped(value: float) -> float:
+    """0, 1 or -1 for a value within ROUNDING of it; else the value."""
+    for end in (0.0, 1.0, -1.0):
+        if abs(value - end) < ROUNDING:
+            return end
+    return value
+
+
+def bounded(
+    value: float, interval: tuple[float, float] | None, lowest: float = 0.0, highest: float = 1.0
+) -> tuple[float, float] | None:
+    """The interval inside [lowest, highest] and around the value (which, computed apart from
+    it, may lie outside it by float error)."""
+    if interval is None:
+        return None
+    value = min(max(value, lowest), highest)
+    low, high = interval
+    return max(lowest, min(low, value)), min(highest, max(high, value))
 
 
 @dataclass(frozen=True)
@@ -89,7 +117,7 @@ def spread(
     # 1 - 1e-16 gave a run that passed everything 0.9999999999999998 and a standard error of
     # 1e-17, and so an interval of zero width just below 1.
     alike = len(values) > 0 and bool(np.ptp(values) == 0)
-    value = float(values[0]) if alike else math.fsum(weights * values) / total
+    value = float(values[0]) if alike else snapped(math.fsum(weights * values) / total)
     _, cluster_of = np.unique(np.asarray(clusters), return_inverse=True)
     problem_share = np.bincount(cluster_of, weights=share)
     residuals = np.zeros(len(values)) if alike else values - value
@@ -105,6 +133,8 @@ def spread(
         stderr = math.sqrt(math.fsum(scaled))
         fourths = math.fsum(scaled**2)
         carried = math.fsum(scaled) ** 2 / fourths if fourths > 0 else design
+        if stderr < ROUNDING:  # every task alike, but for float error
+            stderr, carried = 0.0, design
         carried = min(max(carried, 1.0), design)
         beyond_one = max(1 - problems_weighted / tasks_weighted, 0.0)
         freedom = 1 / (beyond_one / carried + (1 - beyond_one) / design)
@@ -143,7 +173,7 @@ def rate_interval(s: Spread, confidence: float = CONFIDENCE) -> tuple[float, flo
     two problems."""
     if s.problems < 2:
         return None
-    p = min(max(s.value, 0.0), 1.0)
+    p = snapped(min(max(s.value, 0.0), 1.0))
     if 0 < p < 1 and s.stderr > 0:
         n = min(max(p * (1 - p) / s.stderr**2, s.problems_weighted), s.trials_weighted)
     else:
@@ -151,8 +181,7 @@ def rate_interval(s: Spread, confidence: float = CONFIDENCE) -> tuple[float, flo
     q2 = quantile(s, confidence) ** 2
     centre = (p + q2 / (2 * n)) / (1 + q2 / n)
     half = math.sqrt(q2) / (1 + q2 / n) * math.sqrt(p * (1 - p) / n + q2 / (4 * n * n))
-    # Wilson's interval holds p (its ends are 0 and 1 at p = 0 and 1), which rounding may miss.
-    return max(0.0, min(centre - half, p)), min(1.0, max(centre + half, p))
+    return bounded(p, (centre - half, centre + half))
 
 
 def difference_interval(
@@ -164,14 +193,15 @@ def difference_interval(
         return None
     if s.stderr > 0:
         half = quantile(s, confidence) * s.stderr
-        return max(-1.0, s.value - half), min(1.0, s.value + half)
+        return bounded(s.value, (s.value - half, s.value + half), -1.0)
     (low_a, high_a), (low_b, high_b) = (
         rate_interval(baseline, confidence), rate_interval(other, confidence)
     )  # fmt: skip
     a, b = baseline.value, other.value
-    return (
-        max(-1.0, s.value - math.hypot(b - low_b, high_a - a)),
-        min(1.0, s.value + math.hypot(high_b - b, a - low_a)),
+    return bounded(
+        s.value,
+        (s.value - math.hypot(b - low_b, high_a - a), s.value + math.hypot(high_b - b, a - low_a)),
+        -1.0,
     )
 
 

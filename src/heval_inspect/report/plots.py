@@ -7,15 +7,15 @@ import io
 import re
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
+from .build import Report
+from .failures import KINDS
+from .stats import Figure
+
+# pyplot picks its backend when it draws the first figure: Agg, whatever the display.
 matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from .build import Report  # noqa: E402
-from .failures import KINDS  # noqa: E402
-from .stats import Figure  # noqa: E402
 
 KIND_COLOURS = {
     "passed": "#4c9a2a",
@@ -49,10 +49,11 @@ def all_plots(report: Report) -> dict[str, str]:
 
 
 def _errors(figures: list[Figure]) -> np.ndarray:
-    """matplotlib's error bars (below, above) of each figure's interval; none without one."""
-    return np.array(
-        [[0.0, 0.0] if f.interval is None else [f.value - f.low, f.high - f.value] for f in figures]
-    ).T.reshape(2, len(figures))
+    """matplotlib's error bars (below, above) of each figure's interval: lengths, never below 0
+    (not even by float error); none without an interval."""
+    lengths = [[0.0, 0.0] if f.interval is None else [f.value - f.low, f.high - f.value]
+               for f in figures]  # fmt: skip
+    return np.maximum(np.array(lengths).T.reshape(2, len(figures)), 0.0)
 
 
 def _svg(figure) -> str:
@@ -61,7 +62,7 @@ def _svg(figure) -> str:
     plt.close(figure)
     text = buffer.getvalue()
     # Inline in HTML: no XML declaration, no DOCTYPE (which names a DTD by its URL).
-    return re.sub(r"^.*?(<svg\b)", r"\1", text, flags=re.S)
+    return re.sub(r"^.*?(<svg\b)", r"\1", text, flags=re.DOTALL)
 
 
 def pass1_by_group(report: Report) -> str:
@@ -146,10 +147,8 @@ def differences(report: Report) -> str:
     ys = np.arange(len(items))
     values = np.array([d.difference for _, d in items])
     errors = np.array([[d.difference - d.low, d.high - d.difference] for _, d in items]).T
-    axes.errorbar(
-        values, ys, xerr=np.nan_to_num(errors.reshape(2, len(items))), fmt="o", capsize=3,
-        color="#30638e",
-    )  # fmt: skip
+    errors = np.maximum(np.nan_to_num(errors.reshape(2, len(items))), 0.0)  # lengths, as above
+    axes.errorbar(values, ys, xerr=errors, fmt="o", capsize=3, color="#30638e")
     axes.axvline(0, color="#888888", linewidth=1)
     axes.set_yticks(ys, [label for label, _ in items])
     axes.invert_yaxis()

@@ -8,11 +8,15 @@ itself: it loads nothing, from the network or from disk.
 import csv
 import html
 import math
+import os
+import re
 from pathlib import Path
 
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from .build import Report
 from .failures import KINDS
@@ -32,7 +36,9 @@ TERMINAL_WIDTH = 100
 def number(value: float | None, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    return f"{value:.{digits}f}"
+    shown = f"{value:.{digits}f}"
+    # A figure that rounds to 0 (a difference of -1e-17) has no sign.
+    return shown.removeprefix("-") if float(shown) == 0 else shown
 
 
 def p_value(value: float | None) -> str:
@@ -287,11 +293,17 @@ def markdown(report: Report) -> str:
 
 
 def terminal(report: Report, console: Console | None = None) -> None:
-    """Every section's tables, at most 100 columns wide (a cell too wide wraps at its spaces)."""
+    """Every section's tables, as wide as the terminal (or COLUMNS) up to 100 columns, else 100.
+
+    No name is cut and no figure is broken: a cell breaks only before an interval or a
+    parenthesis (`0.542` over `[0.306, 0.760]`), or at a space of plain words; a table that
+    cannot fit so is shown one row at a time, each column's name beside its value (`_records`).
+    The results of a task of several subsets are a table per run (`_results_by_task`).
+    """
     if console is None:
         console = Console()
-        console = Console(width=min(console.width, TERMINAL_WIDTH) if console.is_terminal
-                          else TERMINAL_WIDTH)  # fmt: skip
+        told = console.is_terminal or "COLUMNS" in os.environ
+        console = Console(width=min(console.width, TERMINAL_WIDTH) if told else TERMINAL_WIDTH)
     for title, name, tables, _ in SECTIONS:
         found = {t: rows for t, rows in _tables(tables, report).items() if rows}
         if name == "results":
@@ -304,50 +316,123 @@ def terminal(report: Report, console: Console | None = None) -> None:
             if name == "failures":  # kinds no sample of the run has
                 columns = [c for c in columns if any(not str(r[c]).startswith("0 (") for r in rows)]
             cells = [[str(row.get(c, "")) for c in columns] for row in rows]
-            if _width(columns, cells) > console.width:  # an interval or share under its figure
-                cells = [
-                    [cell.replace(" [", "\n[").replace(" (", "\n(") for cell in line]
-                    for line in cells
-                ]
-            table = Table(
-                title=subtitle or None, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
-            )
-            # The first column names the row: its longest word is never cut.
-            first = max(len(word) for line in cells for word in line[0].split() or [""])
-            table.add_column(columns[0], min_width=first)
-            for column in columns[1:]:
-                table.add_column(column)
+            if subtitle:
+                console.print(Text(subtitle), overflow="fold")
+            widths = _widths(columns, cells, console.width)
+            if widths is None:
+                _records(console, columns, cells)
+                continue
+            table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+            for column, width in zip(columns, widths, strict=True):
+                table.add_column("\n".join(_wrapped(column.split(), width)), width=width,
+                                 no_wrap=True, overflow="fold")  # fmt: skip
             for line in cells:
-                table.add_row(*line)
+                table.add_row(
+                    *(
+                        "\n".join(_wrapped(_parts(cell), width))
+                        for cell, width in zip(line, widths, strict=True)
+                    )
+                )
             console.print(table)
     for note in report.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {note}", overflow="fold")
 
 
-def _width(columns: list[str], cells: list[list[str]]) -> int:
-    """A table's width in columns, each cell on one line (as `terminal` draws it)."""
-    widest = [max(len(text) for text in texts) for texts in zip(columns, *cells, strict=True)]
-    return sum(widest) + 3 * len(widest)
+def _parts(cell: str) -> list[str]:
+    """A cell's pieces that a line break may separate: before an interval or a parenthesis, and
+    between the words of plain text (with no digit: not a figure, a version or a name)."""
+    parts: list[str] = []
+    for piece in re.split(r" (?=[\[(])", cell):
+        parts += piece.split() if not re.search(r"\d", piece) else [piece]
+    return parts or [""]
+
+
+def _wrapped(parts: list[str], width: int) -> list[str]:
+    """The parts as lines of at most `width` (a part wider stays whole, on a line of its own)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 1 + len(part) <= width:
+            lines[-1] += " " + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def _widths(columns: list[str], cells: list[list[str]], room: int) -> list[int] | None:
+    """Each column's width so that the table fits `room` (None if it cannot): at least its
+    widest unbreakable part, and the room left given, a column at a time, where it saves most
+    lines for the room it takes (the table's height first, then its lines in all)."""
+    pieces = [
+        [column.split(), *(_parts(line[i]) for line in cells)] for i, column in enumerate(columns)
+    ]
+    widths = [max(len(part) for parts in column for part in parts) for column in pieces]
+    spare = room - (3 * len(columns) - 1) - sum(widths)  # edges; padding and a rule between
+    if spare < 0:
+        return None
+    # Where each column's lines can change: the length of every run of a cell's parts.
+    steps = [
+        sorted({len(" ".join(parts[a:b])) for parts in column
+                for a in range(len(parts)) for b in range(a + 1, len(parts) + 1)})
+        for column in pieces
+    ]  # fmt: skip
+    lines = [
+        [len(_wrapped(parts, w)) for parts in column]
+        for column, w in zip(pieces, widths, strict=True)
+    ]
+
+    def shape(counts: list[list[int]]) -> tuple[int, int]:
+        rows = list(zip(*counts, strict=True))  # the header's, then each row's
+        return sum(max(row) for row in rows), sum(map(sum, rows))
+
+    while True:
+        now = shape(lines)
+        best: tuple[tuple[float, float], int, int, list[int]] | None = None
+        for index, column in enumerate(pieces):
+            for width in (s for s in steps[index] if widths[index] < s <= widths[index] + spare):
+                counts = [len(_wrapped(parts, width)) for parts in column]
+                after = shape([*lines[:index], counts, *lines[index + 1 :]])
+                cost = width - widths[index]
+                gain = ((now[0] - after[0]) / cost, (now[1] - after[1]) / cost)
+                if after < now and (best is None or gain > best[0]):
+                    best = (gain, index, width, counts)
+        if best is None:
+            return widths
+        _, index, width, lines[index] = best
+        spare -= width - widths[index]
+        widths[index] = width
+
+
+def _records(console: Console, columns: list[str], cells: list[list[str]]) -> None:
+    """A table too wide for the terminal, one row at a time: its first cell, then each other
+    column's name and value."""
+    for line in cells:
+        console.print(Text(line[0], style="bold"), overflow="fold")
+        fields = Table.grid(padding=(0, 3), pad_edge=False)
+        fields.add_column(no_wrap=True)
+        fields.add_column(overflow="fold")
+        for column, cell in zip(columns[1:], line[1:], strict=True):
+            fields.add_row(column, cell)
+        console.print(Padding(fields, (0, 0, 0, 2)))
+    console.print()
 
 
 def _results_by_task(tables: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """The results as one table per task, a run's groups one below the other (its name once)."""
+    """The results of a task of one group (humaneval, a subset's task) as one table, a row per
+    run; of a task of several (subsets and blends), a table per run, a row per group."""
     by_task: dict[str, dict[str, list[dict]]] = {}
     for title, rows in tables.items():
         task, _, group = title.partition(": ")
         for row in rows:
-            # A task of one group (humaneval, a subset's task) needs no group column.
             named = {"group": group.removesuffix(" (the headline)")} if group else {}
-            shown = {"run": row["run"]} | named | {k: v for k, v in row.items() if k != "run"}
+            shown = named | {k: v for k, v in row.items() if k != "run"}
             by_task.setdefault(task, {}).setdefault(row["run"], []).append(shown)
-    return {
-        task: [
-            row | {"run": row["run"] if index == 0 else ""}
-            for rows in runs.values()
-            for index, row in enumerate(rows)
-        ]
-        for task, runs in by_task.items()
-    }
+    found: dict[str, list[dict]] = {}
+    for task, runs in by_task.items():
+        if all("group" not in row for rows in runs.values() for row in rows):
+            found[task] = [{"run": run} | row for run, rows in runs.items() for row in rows]
+        else:
+            found |= runs
+    return found
 
 
 STYLE = """
@@ -440,8 +525,10 @@ def write_all(report: Report, out: Path) -> dict[str, Path]:
         "failures": out / "failures.csv",
         "gaps": out / "gaps.csv",
     }
-    files["markdown"].write_text(markdown(report), encoding="utf-8")
-    files["html"].write_text(html_page(report), encoding="utf-8")
+    # Every view made before any is written: a report that fails leaves no partial one behind.
+    texts = {"markdown": markdown(report), "html": html_page(report)}
+    for name, text in texts.items():
+        files[name].write_text(text, encoding="utf-8")
     write_csv(files["results"], results_csv_rows(report))
     write_csv(files["differences"], differences_csv_rows(report))
     write_csv(files["failures"], failures_csv_rows(report))

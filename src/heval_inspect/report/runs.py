@@ -16,8 +16,10 @@ that they are shards 1 ... n of n, each once, with no task in two of them.
 
 A shard (or an unsharded run) retried after a failed log (`inspect eval-retry`, or run again) has
 several logs: the successful one counts, and the others (status "error", "cancelled" or
-"started") are ignored, each named in the run's notes. Two successful logs of one shard are an
-overlap, and several logs of which none is successful leave nothing to choose: both are refused.
+"started") are ignored, each named in the run's notes. A run (or shard) run again after it
+succeeded has several successful logs: the newest (by when it started) counts, and one note names
+the older ones, left out. Several logs of which none is successful leave nothing to choose: they
+are refused.
 """
 
 import hashlib
@@ -27,6 +29,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -95,12 +98,13 @@ class Run:
 
 
 class Log(NamedTuple):
-    """One log file: its run (before merging), its shard (None if not one) and Inspect's status
-    of it ("success", "error", "cancelled" or "started")."""
+    """One log file: its run (before merging), its shard (None if not one), Inspect's status
+    of it ("success", "error", "cancelled" or "started") and when the run started."""
 
     run: Run
     shard: ShardRecord | None
     status: str
+    started: datetime
 
     @property
     def file(self) -> str:
@@ -278,7 +282,8 @@ def _read_log(file: str) -> Log:
     )
     if header.status != "success":
         run.notes.append(f"{Path(file).name} ended with status {header.status!r}.")
-    return Log(run, ShardRecord.from_metadata(metadata.get("shard")), header.status)
+    started = datetime.fromisoformat(spec.created)
+    return Log(run, ShardRecord.from_metadata(metadata.get("shard")), header.status, started)
 
 
 def _read_samples(file: str, key: dict | None) -> Samples:
@@ -356,13 +361,6 @@ def _unsharded(logs: list[Log]) -> Run:
     counted = _counted(logs)
     if counted:
         return _with_ignored(counted, logs, "the run")
-    successful = _successful(logs)
-    if successful:
-        raise ReportError(
-            f"{len(logs)} logs are the same run ({logs[0].run.label}), {len(successful)} of "
-            f"them successful: {_described(logs)}. Give one of them, or tell the runs apart "
-            f"with --metadata label=NAME when you run them."
-        )
     raise ReportError(
         f"{len(logs)} logs are the same run ({logs[0].run.label}), none of them successful: "
         f"{_described(logs)}. Give one of them, or retry the run (`inspect eval-retry LOG`) and "
@@ -418,19 +416,12 @@ def _shard_problems(
     count: int, by_index: dict[int, list[Log]], counted: dict[int, Log | None]
 ) -> list[str]:
     """Why these shards (their logs by index, and the log that counts of each) cannot be merged:
-    a gap, a shard given twice or with no successful log, a task in two shards."""
+    a gap, a shard with no successful log, a task in two shards."""
     problems = []
     missing = sorted(set(range(1, count + 1)) - set(by_index))
     if missing:
         problems.append(f"shard(s) {_numbers(missing)} of {count} missing (a gap)")
-    unresolved = [index for index, log in counted.items() if log is None]
-    overlaps = [index for index in unresolved if _successful(by_index[index])]
-    if overlaps:
-        problems.append(
-            f"shard(s) {_numbers(overlaps)} given more than once (an overlap), successfully in "
-            + " and in ".join(_described(_successful(by_index[index])) for index in overlaps)
-        )
-    unfinished = [index for index in unresolved if index not in overlaps]
+    unfinished = [index for index, log in counted.items() if log is None]
     if unfinished:
         problems.append(
             f"shard(s) {_numbers(unfinished)} given more than once with no successful log, in "
@@ -449,11 +440,17 @@ def _shard_problems(
 
 def _counted(logs: list[Log]) -> Log | None:
     """The log that counts of those of one shard (or of one unsharded run): the only one, else
-    the only successful one (the others failed before it was retried); None if neither."""
+    the newest successful one (the others failed before it was retried, or were run before it);
+    None if none is successful."""
     if len(logs) == 1:
         return logs[0]
     successful = _successful(logs)
-    return successful[0] if len(successful) == 1 else None
+    return max(successful, key=_age) if successful else None
+
+
+def _age(log: Log) -> tuple[datetime, str]:
+    """When the log's run started (and, for copies of one log, its file's name)."""
+    return log.started, log.file
 
 
 def _successful(logs: list[Log]) -> list[Log]:
@@ -467,9 +464,22 @@ def _with_ignored(counted: Log, logs: list[Log], what: str) -> Run:
         f"ignored {Path(log.file).name} (status {log.status!r}): {what} has a successful log, "
         f"{Path(counted.file).name}."
         for log in logs
-        if log is not counted
+        if log.status != "success"
     ]
+    older = sorted((log for log in _successful(logs) if log is not counted), key=_age)
+    if older:
+        ignored.append(
+            f"{len(older) + 1} successful logs of {what}: counted the newest, "
+            f"{_file_started(counted)}; left out "
+            + ", ".join(_file_started(log) for log in older)
+            + ". To report another, give its file alone; to compare them, label the runs apart "
+            "(--metadata label=NAME) when you run them."
+        )
     return replace(counted.run, notes=counted.run.notes + ignored)
+
+
+def _file_started(log: Log) -> str:
+    return f"{Path(log.file).name} (started {log.started.isoformat(' ', 'seconds')})"
 
 
 def _described(logs: list[Log]) -> str:

@@ -54,11 +54,17 @@ def group_name(prefix: str, subsets: np.ndarray) -> str:
 
 @dataclass(frozen=True)
 class Figure:
-    """A rate (the metric's value and clustered standard error) and its 95% interval."""
+    """A rate (the metric's value and clustered standard error) and its 95% interval, inside
+    [0, 1] and around the value (computed apart from it, they may differ by float error)."""
 
     value: float
     stderr: float
     interval: tuple[float, float] | None  # None: from fewer than two problems
+
+    def __post_init__(self) -> None:
+        value = intervals.snapped(self.value)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "interval", intervals.bounded(value, self.interval))
 
     @property
     def low(self) -> float:
