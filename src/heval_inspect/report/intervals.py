@@ -117,7 +117,7 @@ def spread(
     # 1 - 1e-16 gave a run that passed everything 0.9999999999999998 and a standard error of
     # 1e-17, and so an interval of zero width just below 1.
     alike = len(values) > 0 and bool(np.ptp(values) == 0)
-    value = float(values[0]) if alike else snapped(math.fsum(weights * values) / total)
+    value = snapped(float(values[0]) if alike else math.fsum(weights * values) / total)
     _, cluster_of = np.unique(np.asarray(clusters), return_inverse=True)
     problem_share = np.bincount(cluster_of, weights=share)
     residuals = np.zeros(len(values)) if alike else values - value
