@@ -4,6 +4,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,8 +94,16 @@ def score(tmp_path: Path, environment: dict[str, str]) -> subprocess.CompletedPr
 def test_score_without_docker_says_so_in_one_line_and_fails(tmp_path, fault, says):
     if fault == "not installed":
         environment = {"PATH": str(tmp_path)}  # no `docker` on it
-    else:
+    elif shutil.which("docker"):
         environment = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}
+    else:  # a machine without Docker: a client whose engine does not answer, as Docker's does
+        client = tmp_path / "docker"
+        client.write_text(
+            "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock."
+            " Is the docker daemon running?' >&2\nexit 1\n"
+        )
+        client.chmod(0o755)
+        environment = {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
     answer = score(tmp_path, environment)
     assert answer.returncode == 1
     [line] = answer.stderr.splitlines()  # no traceback, no "Task exception was never retrieved"
