@@ -294,12 +294,14 @@ def test_a_perfect_model_scores_1_on_every_subset_and_humaneval(
 def test_the_suffix_solver_named_on_its_own_asks_the_endpoint(selection, monkeypatch, tmp_path):
     """`--solver heval_inspect/infill_suffix`, as a user names it, rather than through `infill`."""
     records = selection["single_line"]
-    with FimEndpointFake("ollama", records, key=KEY) as fake:
+    # A model name of its own: Inspect keeps the models it made by name (and their base URL, an
+    # earlier test's fake's).
+    with FimEndpointFake("ollama", records, {"named-solver": FakeModel()}, KEY) as fake:
         use_fake(monkeypatch, fake)
         tasks = selected_tasks({"single_line": records})
         [log] = inspect_eval(
             tasks[0],
-            model=model_name("ollama", "perfect"),
+            model=model_name("ollama", "named-solver"),
             solver=infill_suffix(),
             log_dir=str(tmp_path),
             display="none",

@@ -222,7 +222,7 @@ def test_no_model_and_no_solver_that_needs_none_is_one_line_and_no_log(extra, tm
     )  # fmt: skip
     output = " ".join((run.stdout + run.stderr).split())
     assert "Traceback" not in output and "PrerequisiteError" not in output, output
-    assert "--model none, but this task's solver (heval_inspect/infill_" in output, output
+    assert "--model none, but this task's solver (heval_inspect/infill" in output, output
     assert "--solver heval_inspect/reference" in output
     assert run.returncode != 0
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())

@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator
 
+from inspect_ai import Task
 from inspect_ai.model import ChatMessageAssistant, ModelOutput, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
@@ -66,8 +67,13 @@ class AsksTheModel(Chain):
     def __init__(self, solver: Solver, name: str) -> None:
         super().__init__([solver])
         self.name = name
+        # The task it is the solver of: Inspect resolves every task's plan with the eval's model
+        # active, which is not the one asked when the task has a model of its own.
+        self.task: Task | None = None
 
     def __iter__(self) -> Iterator[Solver]:
+        if self.task is not None and self.task.model is not None:
+            return super().__iter__()
         try:
             model = get_model()
         except PrerequisiteError:  # no model at all: Inspect says so itself

@@ -278,8 +278,6 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
         data_files.append(
             {"role": "completions", "path": str(path.resolve()), "sha256": sha256_of(path)}
         )
-    if fim:
-        solver = solver or AsksTheModel(infill_fim(fim.name), "heval_inspect/infill_fim")
     # The run's samples, then (below) the shard's share of them.
     samples = select(
         samples, parse_limit(arguments.limit), parse_sample_ids(arguments.sample_id),
@@ -288,10 +286,18 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
     # Several subsets report each under its prefix, and blends; named by the task's subsets, so
     # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
     per_subset = len({subset for _, subset in files}) > 1
+    # The default solver asks the model: in the family's FIM format, else as its provider takes.
+    asks = None
+    if solver is None:
+        asks = (
+            AsksTheModel(infill_fim(fim.name), "heval_inspect/infill_fim")
+            if fim
+            else AsksTheModel(infill(), "heval_inspect/infill")
+        )
     task = Task(
         dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
-        solver=solver or AsksTheModel(infill(), "heval_inspect/infill"),
+        solver=solver or asks,
         config=(
             GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
             if fim
@@ -312,7 +318,10 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
         version=task_version(version),
         metadata=eval_metadata(version, data_files, sandbox, timeout, memory_limit, fim),
     )
-    return apply_shard(task, parse_shard(arguments.shard), problem_of)
+    task = apply_shard(task, parse_shard(arguments.shard), problem_of)
+    if asks is not None:
+        asks.task = task  # a model of its own (task_with(task, model=...)) is the one asked
+    return task
 
 
 def dataset_name(files: list[ProblemFile]) -> str:
