@@ -153,19 +153,21 @@ class AnotherRunsPool(threading.Thread):
 
     def run(self) -> None:
         threading.Event().wait(self.after_seconds)
+        # It lives until the fixture removes it, however long the test runs (gVisor's hostile
+        # cases take minutes on a busy machine).
         # As a pool's: a main process that waits, an executor that `docker exec` started as
         # root (`python3 -I -c`), and a child of it as a program's uid.
         executor = (
             "import os, time\nif os.fork() == 0:\n"
             "    os.setresgid(65534, 65534, 65534)\n"
             f"    os.setresuid({self.program_uid}, {self.program_uid}, {self.program_uid})\n"
-            "time.sleep(600)\n"
+            "time.sleep(10**6)\n"
         )
         commands = [
             ["docker", "run", "-d", "--network", "none", "--user", "0:0", "--name", self.container,
              "--label", f"{PROJECT_LABEL}={self.project}",
              "--label", "com.docker.compose.service=default",
-             "--entrypoint", "python3", self.image, "-c", "import time; time.sleep(600)"],
+             "--entrypoint", "python3", self.image, "-c", "import time; time.sleep(10**6)"],
             ["docker", "exec", "-d", "--user", "0:0", self.container,
              "python3", "-I", "-c", executor],
         ]  # fmt: skip
