@@ -227,6 +227,7 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
         arguments = TaskArguments(**{key: value for key, value in given.items()
                                      if key not in own_names})  # fmt: skip
         arguments.check()
+        _check_sandbox_name(arguments.sandbox)  # before any file is read, as every argument
         return build(arguments, **{key: given[key] for key in given if key in own_names})
 
     summary, _, own_args = inspect.cleandoc(build.__doc__ or "").partition("Args:\n")
@@ -241,12 +242,16 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
     return function
 
 
-def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
+def _check_sandbox_name(sandbox: str) -> None:
     if sandbox not in SANDBOX_TYPES:
         raise TaskArgumentError(
             f"Unknown sandbox {sandbox!r}{did_you_mean(sandbox, SANDBOX_TYPES)}: choose from "
             f"{', '.join(SANDBOX_TYPES)}."
         )
+
+
+def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
+    _check_sandbox_name(sandbox)
     if sandbox == "local":
         logger.warning(
             "sandbox=local runs model-written code directly on this machine, as you, with CPU, "
