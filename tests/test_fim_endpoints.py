@@ -29,6 +29,7 @@ from heval_inspect.testing.fim_endpoints import (
     FakeModel,
     FimEndpointFake,
 )
+from heval_inspect.testing.perfect_model import is_mid_line
 
 ROOT = Path(__file__).parents[1]
 # The provider of each protocol, and the environment variables its fake is named by.
@@ -39,16 +40,6 @@ PROVIDERS = {
     "llama_cpp": ("llama-cpp-fim/{model}", "LLAMA_CPP_FIM"),
 }
 KEY = "secret-key"
-
-
-def is_mid_line(record: dict) -> bool:
-    middle, suffix = record["canonical_solution"], record["suffix"]
-    return (
-        not record["prompt"].endswith("\n")
-        and middle.strip() != ""
-        and not middle.endswith("\n")
-        and suffix[:1] not in ("", "\n")
-    )
 
 
 @pytest.fixture(scope="module")

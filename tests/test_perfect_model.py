@@ -15,7 +15,7 @@ from inspect_ai.model import get_model
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.prompts import FIM_FORMATS
 from heval_inspect.tasks import FIM_MAX_TOKENS, humaneval, humaneval_infilling
-from heval_inspect.testing.perfect_model import CHAT_STYLES, PerfectModelServer
+from heval_inspect.testing.perfect_model import CHAT_STYLES, PerfectModelServer, is_mid_line
 
 pytestmark = pytest.mark.docker
 
@@ -23,17 +23,6 @@ pytestmark = pytest.mark.docker
 # Inspect uses for OpenAI models it takes for current ones) and Anthropic's messages API.
 RESPONSES_STYLES = ["prose_fence", "repeated_prefix_line", "no_fence"]
 ANTHROPIC_STYLES = ["bare_fence", "think_fence", "whole_function", "natural_fence"]
-
-
-def is_mid_line(record: dict) -> bool:
-    """Both ends of the gap inside a line of code."""
-    middle, suffix = record["canonical_solution"], record["suffix"]
-    return (
-        not record["prompt"].endswith("\n")
-        and middle.strip() != ""
-        and not middle.endswith("\n")
-        and suffix[:1] not in ("", "\n")
-    )
 
 
 @pytest.fixture(scope="module")

@@ -20,14 +20,13 @@ family does, so the two paths can be compared on the same middles.
 
 import json
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Literal
 
 from ..prompts import FIM_FORMATS, fim_prompt
-from .perfect_model import GARBAGE, within_max_tokens
+from .perfect_model import GARBAGE, LocalServer, within_max_tokens
 
 Protocol = Literal["mistral", "openai", "ollama", "llama_cpp"]
 PROTOCOLS: tuple[Protocol, ...] = ("mistral", "openai", "ollama", "llama_cpp")
@@ -110,7 +109,7 @@ def tokens(text: str) -> int:
 
 
 @dataclass
-class FimEndpointFake:
+class FimEndpointFake(LocalServer):
     """One protocol's endpoint over HTTP on 127.0.0.1, in a thread, as a context manager.
 
     `models` maps the names the server has to how they answer; llama.cpp's server has one model
@@ -133,24 +132,12 @@ class FimEndpointFake:
             fim_prompt(STARCODER, prefix, suffix): (prefix, suffix)
             for prefix, suffix in self.middles
         }
-        self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        super().__init__(_handler(self))
 
     @property
     def url(self) -> str:
         """The base URL a provider is given (…/v1 for Mistral and OpenAI)."""
-        return f"http://127.0.0.1:{self._http.server_address[1]}{BASE_PATHS[self.protocol]}"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join(timeout=10)
+        return f"http://127.0.0.1:{self.port}{BASE_PATHS[self.protocol]}"
 
     def bodies(self) -> list[dict]:
         """The bodies of the requests that asked for a task's gap (not the probes)."""

@@ -288,7 +288,42 @@ def within_max_tokens(text: str, max_tokens: int | None) -> tuple[str, str]:
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
-class PerfectModelServer:
+def is_mid_line(record: dict) -> bool:
+    """Both ends of the gap inside a line of code."""
+    middle, suffix = record["canonical_solution"], record["suffix"]
+    return (
+        not record["prompt"].endswith("\n")
+        and middle.strip() != ""
+        and not middle.endswith("\n")
+        and suffix[:1] not in ("", "\n")
+    )
+
+
+class LocalServer:
+    """An HTTP server on a free port of 127.0.0.1, in a thread, for a `with` block: the fakes'
+    common part (each gives the request handler it serves with)."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._lock = threading.Lock()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._http.server_address[1]
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join(timeout=10)
+
+
+class PerfectModelServer(LocalServer):
     """The perfect model over HTTP on 127.0.0.1, in a thread, for use as a context manager.
 
     The chat style is the model name (`openai/bare_fence`, `anthropic/think_fence`); completions
@@ -301,24 +336,12 @@ class PerfectModelServer:
         self.index = prompt_index(records)
         # The latest requests only, so that a whole-benchmark run does not keep them all.
         self.requests: deque[tuple[str, dict]] = deque(maxlen=10_000)
-        self._lock = threading.Lock()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
+        super().__init__(_handler(self))
 
     @property
     def url(self) -> str:
         """The base URL without /v1 (Anthropic's client adds it; OpenAI's wants it given)."""
-        return f"http://127.0.0.1:{self._http.server_address[1]}"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join(timeout=10)
+        return f"http://127.0.0.1:{self.port}"
 
     def record(self, path: str, body: dict) -> None:
         with self._lock:
