@@ -310,6 +310,35 @@ def test_export_of_what_is_not_a_log_says_so_in_one_line(tmp_path, make, says):
     assert line.startswith(f"heval-inspect: {says} {given}"), line
 
 
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        (["report", "{file}"], "{file} is not an Inspect log: name .eval or .json logs"),
+        (["report", "{logs}", "--out", "{file}"], "--out {file} is a file: name a folder"),
+        (["score", "{samples}", "--task", "humaneval", "-T", "partial=true", "--log-dir",
+          "{file}"], "--log-dir {file} is a file: name a folder"),
+    ],
+    ids=["report of a file that is not a log", "report --out a file", "score --log-dir a file"],
+)  # fmt: skip
+def test_a_file_where_a_folder_or_log_is_wanted_is_one_line_before_any_work(
+    tmp_path, arguments, says
+):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.eval").write_bytes(b"")  # never read: the check comes first
+    names = {"file": str(tmp_path / "notes.txt"), "logs": str(logs),
+             "samples": slow_tasks(tmp_path, 1, 0)[1]}  # fmt: skip
+    Path(names["file"]).write_text("not a folder\n")
+    answer = subprocess.run(
+        [HEVAL_INSPECT, *(argument.format(**names) for argument in arguments)],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert answer.returncode == 1
+    [line] = answer.stderr.splitlines()
+    assert line.startswith(f"heval-inspect: {says.format(**names)}"), line
+    assert answer.stdout == ""
+
+
 def options_help(command: str) -> dict[str, str]:
     """Each option of a command's --help (as the command prints it), by its first name: the
     text of its entry, on one line."""

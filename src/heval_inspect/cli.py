@@ -195,11 +195,12 @@ def parser() -> argparse.ArgumentParser:
 
 def _command(args: argparse.Namespace) -> int:
     if args.command == "score":
+        log_dir = _folder(args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"), "--log-dir")
         logs = score_completions(
             args.samples,
             args.task,
             _assignments(args.task_args, "-T"),
-            args.log_dir or os.environ.get("INSPECT_LOG_DIR", "logs"),
+            log_dir,
             _assignments(args.metadata, "--metadata"),
             progress=args.display != "none",
             samples_per_log=args.samples_per_log,
@@ -207,7 +208,7 @@ def _command(args: argparse.Namespace) -> int:
         print("\n".join(logs))
         return 0
     if args.command == "report":
-        return _report(args.logs, args.out, args.baseline)
+        return _report(args.logs, _folder(args.out, "--out"), args.baseline)
     if args.command == "parallel":
         command = args.eval_command
         if command[:1] == ["--"]:
@@ -215,6 +216,13 @@ def _command(args: argparse.Namespace) -> int:
         return run_parallel(command, args.shards, args.cores, args.run)
     print(export_results(args.log, args.samples, args.out))
     return 0
+
+
+def _folder(path: str, option: str) -> str:
+    """A folder to write into, refused before any work when a file has its name."""
+    if "://" not in path and os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{option} {path} is a file: name a folder (made if missing).")
+    return path
 
 
 def _assignments(given: list[str], option: str) -> dict[str, Any]:

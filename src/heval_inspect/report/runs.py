@@ -174,6 +174,10 @@ class Samples:
         return cls(**{name: column[order] for name, column in columns.items()}, unscored=unscored)
 
 
+# The files Inspect writes its logs as.
+LOG_SUFFIXES = (".eval", ".json")
+
+
 def log_files(paths: Iterable[str]) -> list[str]:
     """The log files named, and those in the folders named (recursively), in a stable order."""
     files: list[str] = []
@@ -187,8 +191,12 @@ def log_files(paths: Iterable[str]) -> list[str]:
             if not found:
                 raise ReportError(f"{path} holds no Inspect logs (.eval or .json).")
             files += sorted(found)
-        elif Path(path).is_file() or "://" in path:
+        elif "://" in path or Path(path).suffix in LOG_SUFFIXES and Path(path).is_file():
             files.append(path)
+        elif Path(path).is_file():
+            raise ReportError(
+                f"{path} is not an Inspect log: name .eval or .json logs, or folders of them."
+            )
         else:
             raise ReportError(f"{path} is neither a log file nor a folder of logs.")
     return list(dict.fromkeys(files))
