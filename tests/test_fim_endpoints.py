@@ -15,7 +15,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai import task_with
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import GenerateConfig, get_model
+from inspect_ai.model import GenerateConfig, Model, get_model
 
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.errors import EndpointError
@@ -64,6 +64,13 @@ def all_records() -> list[dict]:
 
 def model_name(protocol: str, model: str) -> str:
     return PROVIDERS[protocol][0].format(model=model)
+
+
+def fresh_model(name: str) -> Model:
+    """The model of this name made anew, with the base URL of this test's fake: Inspect keeps the
+    models it makes by name, and one kept from an earlier test asks that test's fake, long gone,
+    and retries without end."""
+    return get_model(name, memoize=False)
 
 
 def use_fake(monkeypatch, fake: FimEndpointFake) -> None:
@@ -129,7 +136,7 @@ def test_generation_settings_reach_the_request_under_the_endpoints_names(protoco
         config = GenerateConfig(
             max_tokens=77, temperature=0.25, top_p=0.5, seed=7, stop_seqs=["\nclass"]
         )
-        model = get_model(model_name(protocol, "perfect"), config=config)
+        model = get_model(model_name(protocol, "perfect"), config=config, memoize=False)
         request = FimRequest(prefix=record["prompt"], suffix=record["suffix"])
         output = model_generate(model, request)
         assert output.completion == "1,"
@@ -249,7 +256,10 @@ def test_a_perfect_model_scores_1_on_every_subset_and_humaneval(
         use_fake(monkeypatch, fake)
         model = model_name(protocol, "perfect")
         logs = inspect_eval(
-            selected_tasks(selection), model=model, log_dir=str(tmp_path), display="none"
+            selected_tasks(selection),
+            model=fresh_model(model),
+            log_dir=str(tmp_path),
+            display="none",
         )
         bodies = fake.bodies()
     for log in logs:
@@ -285,14 +295,12 @@ def test_a_perfect_model_scores_1_on_every_subset_and_humaneval(
 def test_the_suffix_solver_named_on_its_own_asks_the_endpoint(selection, monkeypatch, tmp_path):
     """`--solver heval_inspect/infill_suffix`, as a user names it, rather than through `infill`."""
     records = selection["single_line"]
-    # A model name of its own: Inspect keeps the models it made by name (and their base URL, an
-    # earlier test's fake's).
     with FimEndpointFake("ollama", records, {"named-solver": FakeModel()}, KEY) as fake:
         use_fake(monkeypatch, fake)
         tasks = selected_tasks({"single_line": records})
         [log] = inspect_eval(
             tasks[0],
-            model=model_name("ollama", "named-solver"),
+            model=fresh_model(model_name("ollama", "named-solver")),
             solver=infill_suffix(),
             log_dir=str(tmp_path),
             display="none",
@@ -319,9 +327,9 @@ def test_imperfect_answers_get_the_verdicts_the_raw_fim_path_gives(
         fake.__enter__()
         use_fake(monkeypatch, fake)
     try:
-        tasks = [task_with(task, model=model_name(protocol, style))
+        tasks = [task_with(task, model=fresh_model(model_name(protocol, style)))
                  for protocol in PROTOCOLS for task in selected_tasks(selection)]  # fmt: skip
-        tasks += [task_with(task, model=f"openai-api-completions/fake/{style}")
+        tasks += [task_with(task, model=fresh_model(f"openai-api-completions/fake/{style}"))
                   for task in selected_tasks(selection, fim_format="starcoder")]  # fmt: skip
         logs = inspect_eval(tasks, log_dir=str(tmp_path), display="none", max_tasks=4)
     finally:
@@ -413,7 +421,7 @@ def test_a_perfect_model_scores_1_on_40_tasks_of_every_subset_per_family(monkeyp
         names = ["humaneval_single_line_infilling", "humaneval_multi_line_infilling",
                  "humaneval_random_span_infilling", "humaneval_random_span_infilling_light",
                  "humaneval"]  # fmt: skip
-        tasks = [task_with(TASKS[name](), model=model_name(protocol, "perfect"))
+        tasks = [task_with(TASKS[name](), model=fresh_model(model_name(protocol, "perfect")))
                  for protocol in PROTOCOLS for name in names]  # fmt: skip
         logs = inspect_eval(tasks, limit=40, log_dir=str(tmp_path), display="none", max_tasks=5)
     finally:

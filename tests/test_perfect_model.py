@@ -84,9 +84,12 @@ def test_perfect_chat_model_scores_1_in_every_style_through_openai_and_anthropic
     monkeypatch.setenv("OPENAI_API_KEY", "perfect")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "perfect")
-    models = [get_model(f"openai/{style}", responses_api=False) for style in CHAT_STYLES]
-    models += [f"openai/{style}" for style in RESPONSES_STYLES]
-    models += [f"anthropic/{style}" for style in ANTHROPIC_STYLES]
+    # Made anew (memoize=False), each with this server's URL, not one kept from an earlier test.
+    models = [
+        get_model(f"openai/{style}", responses_api=False, memoize=False) for style in CHAT_STYLES
+    ]
+    models += [get_model(f"openai/{style}", memoize=False) for style in RESPONSES_STYLES]
+    models += [get_model(f"anthropic/{style}", memoize=False) for style in ANTHROPIC_STYLES]
     logs = inspect_eval(
         selected_tasks(selection),
         model=models,
@@ -109,7 +112,7 @@ def test_perfect_fim_model_scores_1_in_every_family_through_raw_completions(
     monkeypatch.setenv("PERFECT_API_KEY", "perfect")
     # Each family's tasks with a model of that family (it ends its middle with its own stop).
     tasks = [
-        task_with(task, model=f"openai-api-completions/perfect/{family}")
+        task_with(task, model=get_model(f"openai-api-completions/perfect/{family}", memoize=False))
         for family in FIM_FORMATS
         for task in selected_tasks(selection, family)
     ]
@@ -133,7 +136,7 @@ def test_perfect_fim_model_scores_1_through_vllm_completions(
     monkeypatch.setenv("VLLM_BASE_URL", f"{server.url}/v1")
     logs = inspect_eval(
         selected_tasks(selection, "deepseek"),
-        model="vllm-completions/deepseek-ai/deepseek-coder-1.3b-base",
+        model=get_model("vllm-completions/deepseek-ai/deepseek-coder-1.3b-base", memoize=False),
         log_dir=str(tmp_path),
         display="none",
     )
