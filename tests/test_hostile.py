@@ -214,8 +214,8 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
     ),
     "reads the host's cgroups": (
         "    import os\n    raise RuntimeError(os.listdir('/run/heval/host-cgroup'))\n",
-        # Mounted in the pool's containers under gVisor only (compose.runsc.yaml), where the
-        # executor alone, as root, may look.
+        # Mounted under gVisor only (compose.runsc.yaml), where the executor alone, as root,
+        # may look.
         re.compile(
             r"failed: \[Errno (2|13)\] (No such file or directory|Permission denied): "
             r"'/run/heval/host-cgroup'"

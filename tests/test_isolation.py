@@ -38,6 +38,7 @@ import functools
 import json
 import os
 import re
+import subprocess
 import textwrap
 import threading
 import time
@@ -54,7 +55,7 @@ from heval_inspect.sandbox import (
     FILE_BYTES,
     PROGRAM_TASKS,
     WALL_CLOCK_FACTOR,
-    pool_compose_file,
+    sandbox_compose_file,
 )
 from heval_inspect.sandbox.pool import new_pool
 from heval_inspect.schema import Execution
@@ -670,7 +671,7 @@ class PoolRunner:
 async def started_pool() -> AsyncIterator[PoolRunner]:
     """A started pool of the package's sandbox (under the runtime of HEVAL_SANDBOX_RUNTIME), its
     runner, and the pool stopped afterwards."""
-    pool = await new_pool(str(pool_compose_file()))
+    pool = await new_pool(str(sandbox_compose_file()))
     try:
         await pool.start(EXECUTOR_SOURCE)
         yield PoolRunner(pool)
@@ -811,6 +812,56 @@ def run_attacks(label: str, attacks) -> None:
 def test_no_attack_in_one_pool_container_reaches_another_or_the_host(runtime, monkeypatch):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "2")
     run_attacks(f"pool {runtime}", pool_attacks(runtime))
+
+
+# Run as root in a gVisor container (the executor's user): the host's cgroups, mounted read-only,
+# can be read, for the container's real CPU time, but nothing under them can be written, in any of
+# the hierarchies nested in the mount. A write would change the host's cgroups, so what is tried
+# changes nothing if it lands: a new empty cgroup (removed at once) and a setting written back with
+# the value it has.
+WRITE_THROUGH_THE_HOST_CGROUPS = """
+import errno, glob, json, os, socket
+root, me = "/run/heval/host-cgroup", socket.gethostname()
+own = [path for path in glob.glob(f"{root}/**/*{me}*", recursive=True) if os.path.isdir(path)]
+counted = [path for path in glob.glob(f"{root}/**/*{me}*/cpu*.usage", recursive=True)
+           + glob.glob(f"{root}/**/*{me}*/cpu.stat", recursive=True)]
+attempts = {}
+def attempt(what, action):
+    try:
+        action()
+        attempts[what] = "done"
+    except OSError as error:
+        attempts[what] = errno.errorcode[error.errno]
+for hierarchy in sorted(glob.glob(f"{root}/*/")) + [root + "/"]:
+    probe = hierarchy + "heval-probe"
+    attempt("mkdir " + probe, lambda: (os.mkdir(probe), os.rmdir(probe)))
+for folder in own:
+    setting = folder + "/notify_on_release"
+    if os.path.exists(setting):
+        value = open(setting).read()
+        attempt("write " + setting, lambda: open(setting, "w").write(value))
+print(json.dumps({"own": own, "readable": [open(path).read()[:40] for path in counted],
+                  "attempts": attempts}))
+"""
+
+
+@pytest.mark.parametrize("runtime", ["runsc"], indirect=True)
+def test_root_in_a_gvisor_container_reads_but_cannot_write_the_hosts_cgroups(runtime):
+    async def as_root() -> dict:
+        async with started_pool() as runner:
+            container = runner.pool.executors[0].container
+            command = ["docker", "exec", "-u", "0", container, "python3", "-c"]
+            answer = subprocess.run(
+                [*command, WRITE_THROUGH_THE_HOST_CGROUPS], capture_output=True, text=True
+            )
+            assert answer.returncode == 0, answer.stderr
+            return json.loads(answer.stdout)
+
+    found = asyncio.run(as_root())
+    print(json.dumps(found, indent=1))
+    assert found["own"] and found["readable"], "the executor cannot find its container's counter"
+    assert len(found["attempts"]) > len(found["own"]), found  # every hierarchy was tried
+    assert set(found["attempts"].values()) == {"EROFS"}, found["attempts"]
 
 
 # ---- The warden -------------------------------------------------------------------------------

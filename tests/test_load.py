@@ -110,12 +110,6 @@ def busy_machine():
 
 @pytest.mark.parametrize("sandbox", ["pool", "docker"])
 def test_no_verdict_depends_on_machine_load(sandbox, runtime, busy_machine, tmp_path):
-    if sandbox == "docker" and runtime == "runsc":
-        # Inspect's docker sandbox allows no mount of the host's cgroups under gVisor, whose own
-        # CPU counts include waits for the host's CPU: a program's time there is its wall-clock
-        # time, as in the reference, and load can turn a pass into a timeout (docs/sandbox.md,
-        # Timeouts; the README says to keep the pool under gVisor).
-        pytest.skip("the docker sandbox under gVisor keeps the reference's wall-clock time")
     problem_file, samples_file = write_files(tmp_path)
     [log] = inspect_eval(
         humaneval(

@@ -38,7 +38,7 @@ from .errors import DataError, TaskArgumentError, did_you_mean
 from .metrics import headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
-from .sandbox import COMPOSE_FILE, DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, pool_compose_file
+from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, sandbox_compose_file
 from .schema import SCORER
 from .scorer import unit_tests
 from .shard import apply_shard, parse_limit, parse_sample_ids, parse_shard, select
@@ -260,8 +260,7 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
             "(pool) and docker sandboxes isolate it."
         )
         return "local"
-    compose_file = pool_compose_file() if sandbox == "pool" else COMPOSE_FILE
-    return (SANDBOX_TYPES[sandbox], str(compose_file))
+    return (SANDBOX_TYPES[sandbox], str(sandbox_compose_file()))
 
 
 def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArguments) -> Task:

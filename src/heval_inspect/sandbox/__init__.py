@@ -45,10 +45,9 @@ EXECUTOR_GRACE_SECONDS = 10
 EXECUTOR_USER = "0:0"
 
 
-def pool_compose_file() -> Path:
-    """The compose file of the pool's containers under the runtime that HEVAL_SANDBOX_RUNTIME
-    names (runc when unset). Inspect's docker sandbox always has compose.yaml: it allows no
-    host mount under a runtime without recursive read-only mounts, such as gVisor."""
+def sandbox_compose_file() -> Path:
+    """The compose file of the sandbox's containers, the pool's and Inspect's docker sandbox's,
+    under the runtime that HEVAL_SANDBOX_RUNTIME names (runc when unset)."""
     return RUNSC_COMPOSE_FILE if os.environ.get(RUNTIME_VARIABLE) == "runsc" else COMPOSE_FILE
 
 

@@ -47,7 +47,7 @@ from . import (
     RUNTIME_VARIABLE,
     SandboxFailure,
     compose_service,
-    pool_compose_file,
+    sandbox_compose_file,
 )
 from .provenance import sandbox_provenance
 
@@ -502,7 +502,7 @@ async def _serve_standalone(started: asyncio.Future[PoolSandboxEnvironment]) -> 
     left when its loop ends: then the pool is stopped while the loop can still wait for it."""
     pool = None
     try:
-        pool = await new_pool(str(pool_compose_file()))
+        pool = await new_pool(str(sandbox_compose_file()))
         await pool.start(EXECUTOR_SOURCE)
     except BaseException as error:
         # Failed or interrupted (Ctrl-C) while starting: no container of it stays behind.

@@ -15,7 +15,7 @@ from . import (
     SECCOMP_FILE,
     WALL_CLOCK_FACTOR,
     compose_service,
-    pool_compose_file,
+    sandbox_compose_file,
 )
 
 # Compose's "${NAME:-default}": the variable if set and not empty, else the default.
@@ -33,14 +33,14 @@ def sandbox_provenance(kind: str) -> dict[str, Any]:
     if kind == "local":
         facts["python"] = sys.version.split()[0]
     else:
-        compose_files = [COMPOSE_FILE, pool_compose_file() if kind == "pool" else COMPOSE_FILE]
+        compose_files = [COMPOSE_FILE, sandbox_compose_file()]
         facts |= {
             "image": service["image"],
             "image_id": None,
             "base_image": VARIABLE.sub(_value, service["build"]["args"]["BASE_IMAGE"]),
             "runtime": VARIABLE.sub(_value, service["runtime"]),
             "base_image_id": None,
-            # compose.yaml's, and with the pool under gVisor that of the file that extends it.
+            # compose.yaml's, and under gVisor that of the file that extends it.
             "compose_sha256": hashlib.sha256(
                 b"".join(path.read_bytes() for path in dict.fromkeys(compose_files))
             ).hexdigest(),
