@@ -9,7 +9,19 @@ import sys
 def main() -> int:
     try:
         from heval_inspect.cli import main as command
-    except KeyboardInterrupt:
+    except BaseException as error:
+        if not _from_ctrl_c(error):
+            raise
         print("heval-inspect: interrupted (Ctrl-C) before it started.", file=sys.stderr)
         return 128 + signal.SIGINT
     return command()
+
+
+def _from_ctrl_c(error: BaseException | None) -> bool:
+    """Whether a Ctrl-C caused this error. An import can wrap it: Python 3.11 reraises what a
+    class attribute's `__set_name__` raises (pydantic's models have many) as a RuntimeError."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__cause__ or error.__context__
+    return False

@@ -179,6 +179,41 @@ def test_score_interrupted_with_ctrl_c_at_any_moment_says_so_in_one_line(tmp_pat
     assert sandbox_containers() <= before  # the pool was taken down on the way out
 
 
+# The command with a Ctrl-C that lands while a class is made during the package's import, in a
+# descriptor's __set_name__ (pydantic's fields have one): Python 3.11 reraises it as RuntimeError.
+INTERRUPTED_IN_SET_NAME = """
+import sys, types
+import heval_inspect_launcher
+
+class Field:
+    def __set_name__(self, owner, name):
+        raise KeyboardInterrupt
+
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name != "heval_inspect.cli":
+            return None
+        from importlib.machinery import ModuleSpec
+        return ModuleSpec(name, self)
+    def create_module(self, spec):
+        return types.ModuleType(spec.name)
+    def exec_module(self, module):
+        exec("class Model:\\n    field = Field()\\n", {"Field": Field})
+
+sys.meta_path.insert(0, Finder())
+sys.exit(heval_inspect_launcher.main())
+"""
+
+
+def test_ctrl_c_inside_an_import_that_wraps_it_is_one_line():
+    answer = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_IN_SET_NAME],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert answer.returncode == 130, answer.stderr
+    assert answer.stderr == "heval-inspect: interrupted (Ctrl-C) before it started.\n"
+
+
 # The command, with a Ctrl-C sent to itself a moment after it enters one of the steps it awaits
 # before any program runs (the pool's start, Inspect's header of the log).
 INTERRUPTED_IN = """
