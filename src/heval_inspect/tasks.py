@@ -293,7 +293,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
     # The default solver asks the model: in the family's FIM format, else as its provider takes.
     asks = None
     if solver is None:
-        asks = (
+        asks = solver = (
             AsksTheModel(infill_fim(fim.name), "heval_inspect/infill_fim")
             if fim
             else AsksTheModel(infill(), "heval_inspect/infill")
@@ -301,7 +301,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
     task = Task(
         dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
-        solver=solver or asks,
+        solver=solver,
         config=(
             GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
             if fim

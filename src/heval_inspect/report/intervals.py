@@ -194,9 +194,10 @@ def difference_interval(
     if s.stderr > 0:
         half = quantile(s, confidence) * s.stderr
         return bounded(s.value, (s.value - half, s.value + half), -1.0)
-    (low_a, high_a), (low_b, high_b) = (
-        rate_interval(baseline, confidence), rate_interval(other, confidence)
-    )  # fmt: skip
+    rate_a, rate_b = rate_interval(baseline, confidence), rate_interval(other, confidence)
+    if rate_a is None or rate_b is None:  # a rate of fewer than two problems
+        return None
+    (low_a, high_a), (low_b, high_b) = rate_a, rate_b
     a, b = baseline.value, other.value
     return bounded(
         s.value,

@@ -14,7 +14,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from ..prompts import FIM_FORMATS, FimFormat, chat_prompt, fim_prompt
 
@@ -366,7 +366,7 @@ class PerfectModelServer(LocalServer):
         return fim_answer((named or list(gap.families))[0], gap.middle)
 
 
-def _text(content) -> str:
+def _text(content: str | list[dict[str, Any]]) -> str:
     """A message's text, whether the API sent a string or a list of parts."""
     if isinstance(content, str):
         return content
@@ -398,11 +398,11 @@ def _message_events(message: dict) -> list[dict]:
     ]
 
 
-def _handler(server: PerfectModelServer):
+def _handler(server: PerfectModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args) -> None:  # keep test output clean
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             pass
 
         def do_GET(self) -> None:
