@@ -13,8 +13,8 @@ Chat answers (`middle_from_chat`), in order:
      where the prefix ends: whatever comes before its `def` line (imports, helpers), the `def`
      line and its docstring (the prompt's, one of its own, or none; so is a string statement
      further into the body, as HumanEval/115's description after an import), and the prefix's
-     part of its body. Else a repeated tail of the prefix is (from the start of a line: the gap's own
-     line, earlier lines, the whole program).
+     part of its body. Else a repeated tail of the prefix is (from the start of a line: the gap's
+     own line, earlier lines, the whole program).
    - Top-level code after the function that holds the gap (an `if __name__` block, example
      calls, tests), with the comments and blank lines before it, is cut off when the suffix has
      none; when nothing follows the gap, definitions of helpers the code calls stay.
@@ -323,7 +323,9 @@ def _without_code_after_the_function(code: str, prefix: str, suffix: str) -> str
     after = starts[len(enclosing) :]
     if not after:
         return code
-    statements = [program[start:end] for start, end in zip(after, [*after[1:], len(program)])]
+    statements = [
+        program[start:end] for start, end in zip(after, [*after[1:], len(program)], strict=True)
+    ]
     bound = [_names_bound(statement) if not suffix.strip() else set() for statement in statements]
     function = program[len(prefix) : after[0]]
     stays, kept = [False] * len(statements), function
@@ -464,7 +466,9 @@ def _compiles(program: str) -> bool:
         try:
             # Compiled to test its syntax (as the interpreter will), never run: it runs only in
             # the sandbox.
-            compile(program, "<program>", "exec", dont_inherit=True)  # inspect-evals-lint: ignore[host_code_execution] -- compiled only, never run
+            compile(
+                program, "<program>", "exec", dont_inherit=True
+            )  # inspect-evals-lint: ignore[host_code_execution] -- compiled only, never run
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
     return True

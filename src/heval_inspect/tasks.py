@@ -93,7 +93,8 @@ def samples_of(files: list[tuple[ProblemFile, str]], fim: FimFormat | None) -> l
 
 
 def problem_id(task_id: str) -> str:
-    """The HumanEval problem a task was cut from: "MultiLineInfilling/HumanEval/0/L2" -> "HumanEval/0"."""
+    """The HumanEval problem a task was cut from: "MultiLineInfilling/HumanEval/0/L2" ->
+    "HumanEval/0"."""
     match = re.search(r"HumanEval/\d+", task_id)
     return match.group(0) if match else task_id
 

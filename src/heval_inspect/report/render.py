@@ -252,7 +252,8 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 # What makes a section's tables (by their titles) from the report.
 Tables = Callable[[Report], dict[str, list[dict]]]
 SECTIONS = (
-    ("Runs", "runs", runs_tables, "Each run, with the logs it was read from and the shards merged."),
+    ("Runs", "runs", runs_tables,
+     "Each run, with the logs it was read from and the shards merged."),
     ("Results", "results", results_tables, (
         "Each figure with its 95% interval: Wilson's interval on the effective number of tasks "
         "(the clustering by HumanEval problem taken into account), which stays within [0, 1]; "

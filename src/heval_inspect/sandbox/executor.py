@@ -894,7 +894,8 @@ def _sockets(sockstat: int | None) -> int:
     try:
         for line in _read_whole(sockstat).decode().splitlines():
             name, *fields = line.split()
-            counts |= {(name, key): int(value) for key, value in zip(fields[::2], fields[1::2])}
+            pairs = zip(fields[::2], fields[1::2], strict=False)  # a key without a value: left out
+            counts |= {(name, key): int(value) for key, value in pairs}
     except (OSError, ValueError):
         return 0
     return sum(counts.get(counter, 0) for counter in SOCKET_COUNTERS)

@@ -3,8 +3,8 @@
 Chat styles are rows of `CHAT_STYLES`, rendered by one function; a FIM answer is the canonical
 span, the family's first stop token and some garbage after it. `PerfectModelServer` serves both on
 127.0.0.1 over the HTTP APIs Inspect's providers speak (OpenAI chat completions, responses and
-completions, Anthropic messages), finding the task by the prompt it receives. Used by the tests and by
-benchmarks/perfect_model.py.
+completions, Anthropic messages), finding the task by the prompt it receives. Used by the tests
+and by benchmarks/perfect_model.py.
 """
 
 import hashlib
