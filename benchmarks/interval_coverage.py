@@ -428,7 +428,8 @@ def report(results, problems) -> str:
             "",
             coverage_table(results, "rate", group, "pass@1", 1, 0.0, problems),
             "",
-            "Paired difference in pass@1 (delta 0.5): coverage, % (old / new); columns run A's rate:",
+            "Paired difference in pass@1 (delta 0.5): coverage, % (old / new); "
+            "columns run A's rate:",
             "",
             coverage_table(results, "difference", group, "pass@1", 1, DELTA, problems),
             "",

@@ -1,11 +1,11 @@
 """A perfect model on the whole benchmark: pass@1 per subset, per chat style and per FIM family.
 
-The perfect model (`heval_inspect.testing.perfect_model`) answers every task with its canonical span, over HTTP
-on 127.0.0.1, in each chat style (through Inspect's `openai` provider, chat completions API) and
-in each FIM family's raw form (through `openai-api-completions`). Every answer goes through the
-package's solver, extraction and scorer and runs in the default `pool` sandbox, so anything below
-1.000 is lost by the plumbing, not by the model. Exact match is printed too: below 1.000 only for
-the styles whose answers cannot show whether the middle ends its line (`natural_*`).
+The perfect model (`heval_inspect.testing.perfect_model`) answers every task with its canonical
+span, over HTTP on 127.0.0.1, in each chat style (through Inspect's `openai` provider, chat
+completions API) and in each FIM family's raw form (through `openai-api-completions`). Every answer
+goes through the package's solver, extraction and scorer and runs in the default `pool` sandbox, so
+anything below 1.000 is lost by the plumbing, not by the model. Exact match is printed too: below
+1.000 only for the styles whose answers cannot show whether the middle ends its line (`natural_*`).
 
     python benchmarks/perfect_model.py               # all 8,652 + 164 tasks: hours on 2 cores
     python benchmarks/perfect_model.py --limit 5     # the first 5 tasks of each subset

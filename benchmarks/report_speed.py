@@ -15,11 +15,11 @@ sandbox=local`: 4 canonical programs on this machine, no Docker) gives a real lo
 the task's real input (the chat prompt), target, metadata and a score as the scorer writes it
 (value, answer, explanation with the whole program, metadata with verdict, reason and error),
 passing or failing in a fixed pseudo-random pattern (model A about 70% pass, model B about 60%,
-failures of every kind), written with Inspect's `write_eval_log`, each shard with the metadata `-T shard=i/n` records.
-The samples have no events, so the logs are smaller than real ones, but the report reads only
-each log's header and sample summaries, which are as a real run writes them. Building takes a
-few minutes with 8 shards; with `--shards 1` about 20 minutes, as `write_eval_log` takes time
-that grows with the square of a log's samples. The logs are kept (`--work`) and reused.
+failures of every kind), written with Inspect's `write_eval_log`, each shard with the metadata
+`-T shard=i/n` records. The samples have no events, so the logs are smaller than real ones, but the
+report reads only each log's header and sample summaries, which are as a real run writes them.
+Building takes a few minutes with 8 shards; with `--shards 1` about 20 minutes, as `write_eval_log`
+takes time that grows with the square of a log's samples. The logs are kept (`--work`) and reused.
 
     python benchmarks/report_speed.py                   # build (once) and time the report
     python benchmarks/report_speed.py --epochs 5 --work /tmp/report-bench
@@ -120,7 +120,7 @@ def build(work: Path, epochs: int, shards: int) -> list[str]:
                     )
                     passed = float(cause == Cause.PASSED)
                     score = Score(
-                        value={PASSED: passed} | {key: passed for key in MEAN_FIGURES},
+                        value={PASSED: passed} | dict.fromkeys(MEAN_FIGURES, passed),
                         answer=fenced(middle),
                         explanation=explain(execution, program, len(prompt), len(middle)),
                         metadata=execution.score_metadata(),

@@ -30,8 +30,8 @@ sample, compares the verdicts row by row, counts the sandbox containers replaced
 programs that timed out with the CPU time ours spent in them: a program is only
 `timed out` once it has had its whole limit, so that CPU over the cores is a floor on our wall
 time that no harness with a load-independent limit can go below.
-`--busy` keeps the machine busy with CPU hogs, three per core, during both runs. `--side reference` or
-`--side ours` runs one side only (for timing each side from outside, alternated).
+`--busy` keeps the machine busy with CPU hogs, three per core, during both runs. `--side reference`
+or `--side ours` runs one side only (for timing each side from outside, alternated).
 
     python benchmarks/throughput.py canonical [--shards 2] [--tasks 8652] [--path fast]
     python benchmarks/throughput.py ending5 [--path fast]
@@ -69,7 +69,8 @@ def problems(subsets: list[str]) -> list[dict]:
 
 
 def workload(name: str, tasks: int | None = None) -> tuple[list[str], list[dict], list[dict]]:
-    """(subsets, problems, completion rows) of a workload; `tasks`: the first N of a fixed shuffle."""
+    """(subsets, problems, completion rows) of a workload; `tasks`: the first N of a fixed
+    shuffle."""
     if name == "canonical":
         records = problems(SUBSETS)
         if tasks is not None:
@@ -255,21 +256,24 @@ def busy_processes(count: int) -> list[subprocess.Popen]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workload", choices=["canonical", "multiline5", "ending5"])
-    parser.add_argument(
-        "--busy", action="store_true", help="three CPU hogs per core meanwhile"
-    )
+    parser.add_argument("--busy", action="store_true", help="three CPU hogs per core meanwhile")
     parser.add_argument("--timeout", type=float, default=3.0, help="our time limit (s)")
     parser.add_argument(
         "--tasks",
         type=int,
         default=None,
-        help=f"the first N tasks of the workload (multiline5 has {MULTILINE_TASKS}) for a shorter run",
+        help=(
+            f"the first N tasks of the workload (multiline5 has {MULTILINE_TASKS}) "
+            "for a shorter run"
+        ),
     )
     parser.add_argument(
         "--reference-workers",
         type=int,
         default=4,
-        help="the baseline's worker threads (4, as the reference's evaluate_functional_correctness)",
+        help=(
+            "the baseline's worker threads (4, as the reference's evaluate_functional_correctness)"
+        ),
     )
     parser.add_argument(
         "--shards", type=int, default=1, help="ours as this many shard processes at once"
@@ -437,7 +441,8 @@ def compare(work: Path, rows: list[dict], subsets: list[str], per_task: int) -> 
     cores = os.cpu_count() or 1
     print(
         f"timed out: reference {timed_out[0]}, heval-inspect {timed_out[1]}; our CPU in them "
-        f"{timed_out_cpu:.1f} s, so at least {timed_out_cpu / cores:.1f} s of wall time on {cores} cores"
+        f"{timed_out_cpu:.1f} s, so at least {timed_out_cpu / cores:.1f} s of wall time "
+        f"on {cores} cores"
     )
     replaced = sum(
         score.metadata.get("containers_replaced", 0)

@@ -57,7 +57,8 @@ def _first_line(answer: subprocess.CompletedProcess) -> str:
 def _docker_missing() -> str | None:
     install = (
         "install Docker Engine 24 or newer with the compose v2 plugin "
-        "(https://docs.docker.com/engine/install/) and start it (e.g. `sudo systemctl start docker`)"
+        "(https://docs.docker.com/engine/install/) and start it "
+        "(e.g. `sudo systemctl start docker`)"
     )
     if (info := _run("docker", "info")) is None:
         return f"a running Docker engine: `docker` is not on PATH; {install}"

@@ -28,7 +28,9 @@ def test_a_chat_models_replies_are_extracted_run_and_judged(tmp_path):
         humaneval(), model=model, limit=2, max_samples=1, log_dir=str(tmp_path), display="none"
     )
     assert log.status == "success", log.error
-    verdicts = {sample.id: sample.scores["unit_tests"].metadata["verdict"] for sample in log.samples}
+    verdicts = {
+        sample.id: sample.scores["unit_tests"].metadata["verdict"] for sample in log.samples
+    }
     assert verdicts == {first["task_id"]: "passed", second["task_id"]: "failed: "}
     metrics = log.results.scores[0].metrics
     assert metrics["pass@1"].value == 0.5 and metrics["samples"].value == 2

@@ -75,8 +75,10 @@ def test_a_failure_shows_its_reason_and_the_tail_of_stderr():
         "**Verdict:** `failed: name 'z' is not defined` — the program stopped with `NameError`"
     )
     assert "line 11\n" in text and "line 10\n" not in text  # the last 20 lines of stderr
-    assert text.index("**The gap in context**") < text.index("**stderr**") < text.index(
-        "The whole program"
+    assert (
+        text.index("**The gap in context**")
+        < text.index("**stderr**")
+        < text.index("The whole program")
     )
 
 

@@ -28,7 +28,8 @@ def gap(record: dict) -> tuple[str, str, str]:
 
 
 def per_subset(task_ids: list[str]) -> dict[str, int]:
-    """How many of the task ids each subset (the id's first part: `RandomSpanInfilling`, ...) has."""
+    """How many of the task ids each subset (the id's first part: `RandomSpanInfilling`, ...)
+    has."""
     return dict(Counter(task_id.split("/")[0] for task_id in task_ids))
 
 
@@ -201,7 +202,8 @@ BODY = "    result = 0\n    for x in xs:\n        result += x\n    return result
         f"```python\n{HUMANEVAL_PROMPT}{BODY}```",  # the whole function, as given
         f"```python\ndef total(xs: List[int]) -> int:\n{BODY}```",  # no docstring, no import
         # the function with a docstring of its own, after an import
-        f'Here:\n```python\nfrom typing import List\n\ndef total(xs: List[int]) -> int:\n    """Add."""\n{BODY}```',
+        f"Here:\n```python\nfrom typing import List\n\n"
+        f'def total(xs: List[int]) -> int:\n    """Add."""\n{BODY}```',
         BODY.rstrip("\n"),  # unfenced, the final line break dropped by the API
         # the signature wrapped as a formatter wraps it, and a docstring of its own
         f'```python\ndef total(\n    xs: List[int],\n) -> int:\n    """Add them up."""\n{BODY}```',
@@ -296,9 +298,7 @@ MAX_FILL_BODY = "    return sum(math.ceil(sum(row) / capacity) for row in grid)\
 
 @pytest.mark.parametrize("description", ["", '    """Count the buckets."""\n'])
 @pytest.mark.parametrize("split", [0, 11, len(MAX_FILL_BODY) - 1])
-def test_a_restated_function_may_drop_or_rewrite_a_description_after_an_import(
-    description, split
-):
+def test_a_restated_function_may_drop_or_rewrite_a_description_after_an_import(description, split):
     prefix, middle = MAX_FILL + MAX_FILL_BODY[:split], MAX_FILL_BODY[split:]
     code = "def max_fill(grid, capacity):\n    import math\n" + description + MAX_FILL_BODY
     answer = f"```python\n{code}\n\nprint(max_fill([[1]], 1))\n```"

@@ -1,6 +1,7 @@
-"""The FIM endpoints that take a suffix, through their local fakes (heval_inspect.testing.fim_endpoints):
-real providers registered with Inspect, real `inspect eval` runs and logs, real scoring in the
-sandbox. The fakes follow each endpoint's public reference and refuse what the real ones refuse.
+"""The FIM endpoints that take a suffix, through their local fakes
+(heval_inspect.testing.fim_endpoints): real providers registered with Inspect, real `inspect eval`
+runs and logs, real scoring in the sandbox. The fakes follow each endpoint's public reference and
+refuse what the real ones refuse.
 """
 
 import os
@@ -186,7 +187,8 @@ def test_a_model_that_refuses_the_suffix_is_one_line_with_the_servers_words(prot
         protocol, monkeypatch, {"coder": FakeModel(behaviour="refuses_suffix")}, "coder"
     )
     said = {"mistral": "does not support FIM", "openai": "suffix is not currently supported",
-            "ollama": "does not support insert", "llama_cpp": "Infill is not supported"}  # fmt: skip
+            "ollama": "does not support insert",
+            "llama_cpp": "Infill is not supported"}  # fmt: skip
     assert said[protocol] in message and ROUTES[protocol].rsplit("/", 1)[1] in message
 
 
@@ -352,7 +354,7 @@ def test_imperfect_answers_get_the_verdicts_the_raw_fim_path_gives(
         assert 0 < passed < tasks_selected / 2, passed
 
 
-# -- the README's commands, as written ---------------------------------------------------------------
+# -- the README's commands, as written -------------------------------------------------------------
 
 
 def readme_commands() -> list[str]:
@@ -405,7 +407,7 @@ def test_the_readme_commands_run_as_written_against_the_fakes(tmp_path):
     assert all(body["max_tokens"] == DEFAULT_MAX_TOKENS for body in fakes[0].bodies())
 
 
-# -- the sweep ----------------------------------------------------------------------------------------
+# -- the sweep -------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow

@@ -60,10 +60,12 @@ def test_log_entries_are_compressed_in_the_writing_thread_once_asked(monkeypatch
     def threads_started_while_an_entry_is_written() -> set[str]:
         # Threads this process had before are left out (another test's may end meanwhile).
         before = set(os.listdir("/proc/self/task"))
-        with zipfile.ZipFile(io.BytesIO(), "w", **inspect_zipfile.zipfile_compress_kwargs) as log:
-            with log.open("sample.json", "w") as entry:
-                entry.write(b'{"a": 1}' * 1000)
-                return set(os.listdir("/proc/self/task")) - before
+        with (
+            zipfile.ZipFile(io.BytesIO(), "w", **inspect_zipfile.zipfile_compress_kwargs) as log,
+            log.open("sample.json", "w") as entry,
+        ):
+            entry.write(b'{"a": 1}' * 1000)
+            return set(os.listdir("/proc/self/task")) - before
 
     assert threads_started_while_an_entry_is_written()  # Inspect's default: a pool per entry
     log_compression_in_one_thread()

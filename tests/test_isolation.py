@@ -536,7 +536,8 @@ def sockstat() -> dict[str, int]:
     for path in ("/proc/net/sockstat", "/proc/net/sockstat6"):
         for line in read(path).splitlines():
             name, *fields = line.split()
-            counters |= {f"{name} {k}": int(v) for k, v in zip(fields[::2], fields[1::2])}
+            pairs = zip(fields[::2], fields[1::2], strict=False)  # a key without a value: left out
+            counters |= {f"{name} {k}": int(v) for k, v in pairs}
     return counters
 
 
@@ -713,7 +714,7 @@ async def pool_attacks(runtime: str) -> tuple[list[str], list[str]]:
         attacker_uid, victim_uid = await users()
         # Each victim alone first: the verdict it must keep while attacked.
         alone = {}
-        for attack, (_, victims) in ATTACKS.items():
+        for _, victims in ATTACKS.values():
             for act in victims:
                 text = program(victim_completion(act))
                 alone[act] = verdict_of(await runner.run(1, text, VICTIM_SECONDS))

@@ -153,9 +153,10 @@ def test_each_log_records_its_version_and_provenance(logs, canonical):
     assert [Path(f["path"]).name for f in problems] == [f.filename for f in SUBSETS.values()]
     assert [f["sha256"] for f in problems] == [f.sha256 for f in SUBSETS.values()]
     [completion_file] = [f for f in provenance["data_files"] if f["role"] == "completions"]
-    assert completion_file["sha256"] == hashlib.sha256(
-        Path(completion_file["path"]).read_bytes()
-    ).hexdigest()
+    assert (
+        completion_file["sha256"]
+        == hashlib.sha256(Path(completion_file["path"]).read_bytes()).hexdigest()
+    )
     sandbox = provenance["sandbox"]
     assert sandbox["kind"] == "pool" and sandbox["image"] == "heval-inspect-sandbox:1"
     assert sandbox["image_id"].startswith("sha256:")

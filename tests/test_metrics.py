@@ -50,9 +50,9 @@ def test_bad_k_argument_says_what_to_give(argument):
 
 
 def by_hand_clustered_se(values, weights, clusters):
-    estimate = sum(w * x for w, x in zip(weights, values))
+    estimate = sum(w * x for w, x in zip(weights, values, strict=True))
     totals = {}
-    for w, x, g in zip(weights, values, clusters):
+    for w, x, g in zip(weights, values, clusters, strict=True):
         totals[g] = totals.get(g, 0.0) + w * (x - estimate)
     g = len(totals)
     return math.sqrt(g / (g - 1) * sum(t * t for t in totals.values()))
@@ -207,11 +207,11 @@ def test_reported_figures_equal_hand_computation(tmp_path, caplog):
 
     def blend(prefix, weight_of):
         raw = [weight_of(t) for t in per_task]
-        chosen = [(t, w / sum(raw)) for t, w in zip(per_task, raw) if w > 0]
+        chosen = [(t, w / sum(raw)) for t, w in zip(per_task, raw, strict=True) if w > 0]
         for figure in figures:
             values = [t[figure] for t, _ in chosen]
             weights = [w for _, w in chosen]
-            expected[prefix + figure] = sum(w * x for w, x in zip(weights, values))
+            expected[prefix + figure] = sum(w * x for w, x in zip(weights, values, strict=True))
             expected[prefix + figure + "_stderr"] = by_hand_clustered_se(
                 values, weights, [t["problem"] for t, _ in chosen]
             )

@@ -75,7 +75,11 @@ def test_parallel_without_a_command_says_what_to_give(capsys):
     [
         (["--limit", "10"], {}, ["-T", "limit=10"]),
         (["--limit=11-20"], {}, ["-T", "limit=11-20"]),
-        (["--sample-id", "HumanEval/0,HumanEval/7"], {}, ["-T", "sample_id=HumanEval/0,HumanEval/7"]),
+        (
+            ["--sample-id", "HumanEval/0,HumanEval/7"],
+            {},
+            ["-T", "sample_id=HumanEval/0,HumanEval/7"],
+        ),
         ([], {"INSPECT_EVAL_LIMIT": "5"}, ["-T", "limit=5"]),
         ([], {"INSPECT_EVAL_SAMPLE_ID": "HumanEval/3"}, ["-T", "sample_id=HumanEval/3"]),
     ],

@@ -1,7 +1,7 @@
 """A perfect model over HTTP scores 1.0: real providers, real solver and extraction, real sandbox.
 
-The server (`heval_inspect.testing.perfect_model`) answers on 127.0.0.1 as OpenAI's and Anthropic's APIs do, in every
-chat style and every FIM family's raw form; Inspect's own `openai`, `anthropic`,
+The server (`heval_inspect.testing.perfect_model`) answers on 127.0.0.1 as OpenAI's and Anthropic's
+APIs do, in every chat style and every FIM family's raw form; Inspect's own `openai`, `anthropic`,
 `openai-api-completions` and `vllm-completions` providers talk to it. A selection of tasks covers
 the four infilling subsets and HumanEval, empty and whitespace-only random spans, and spans that
 start and end mid-line. The full-dataset run is benchmarks/perfect_model.py.

@@ -119,7 +119,7 @@ def summary_lines(output: str) -> dict[str, str]:
     lines = section.split("\n=")[0].splitlines()[1:]
     groups = [re.match(r"(\w+): (\d+) tests? skipped", line) for line in lines if line.strip()]
     assert all(groups), lines
-    named = {group[1]: line for group, line in zip(groups, filter(str.strip, lines))}
+    named = {group[1]: line for group, line in zip(groups, filter(str.strip, lines), strict=True)}
     assert len(named) == len(groups), lines  # one line a group, not one a test
     return named
 

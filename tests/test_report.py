@@ -171,7 +171,7 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp
 def test_failure_kinds_count_the_verdicts(report_logs, tmp_path):
     report = build_report([report_logs["mutant"]])
     [row] = report.failures
-    expected = {k: 0 for k in row.counts}
+    expected = dict.fromkeys(row.counts, 0)
     for answers in PATTERN.values():
         for answer in answers:
             expected["passed" if answer == "ok" else MUTANTS[answer][1]] += 1
@@ -414,8 +414,9 @@ def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypa
     monkeypatch.setattr(plots, "_svg", lambda figure: drawn.append(figure) or "")
     names = list(plots.all_plots(report))
     by_name = {name: figure.axes[0] for name, figure in zip(names, drawn, strict=True)}
-    canonical, twin_ = (next(c for c in axes.containers if c.get_label().startswith(name))
-                        for axes in [by_name["pass1"]] for name in ("canonical", "twin"))  # fmt: skip
+    pass1 = by_name["pass1"]
+    canonical, twin_ = (next(c for c in pass1.containers if c.get_label().startswith(name))
+                        for name in ("canonical", "twin"))  # fmt: skip
     assert [b.get_height() for b in canonical] == [b.get_height() for b in twin_]
     assert {b.get_x() for b in canonical}.isdisjoint(b.get_x() for b in twin_)
     lines = {c.get_label().split()[0]: c.lines[0] for c in by_name["passk"].containers}
@@ -463,8 +464,8 @@ def test_a_comparison_counts_the_tasks_each_side_left_out(report_logs, tmp_path)
     assert {d.tasks for d in comparison.differences} == {6}
     text = markdown(report)
     assert (
-        "| mutant (humaneval 2-B) | canonical (humaneval 2-B) | 6 (6 problems) | 0 | 2 (2 problems) |"
-        in text
+        "| mutant (humaneval 2-B) | canonical (humaneval 2-B) | 6 (6 problems) | 0 "
+        "| 2 (2 problems) |" in text
     )
 
 

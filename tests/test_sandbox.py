@@ -58,9 +58,7 @@ def test_reference_example_passes_exactly_the_three_the_reference_passes(
     (tmp_path / "tmp").mkdir()
     (tmp_path / "tmp" / "keep").write_text("host file")
     log = run(
-        humaneval_infilling(
-            problem_file=str(official_path(EXAMPLE_PROBLEMS)), sandbox=sandbox
-        ),
+        humaneval_infilling(problem_file=str(official_path(EXAMPLE_PROBLEMS)), sandbox=sandbox),
         tmp_path,
         solver=replay(str(official_path(EXAMPLE_SAMPLES))),
         epochs=10,
@@ -202,7 +200,8 @@ strays = [pid for pid in os.listdir('/proc') if pid.isdigit()
           and b'sleep\\x00600' in open(f'/proc/{pid}/cmdline', 'rb').read()]
 assert not strays, strays
 mine = {mine, mine.replace('/program-', '/report-')}  # its scratch folder and report FIFO
-assert not [e for e in os.listdir('/tmp') if os.path.join('/tmp', e) not in mine], os.listdir('/tmp')
+assert not [e for e in os.listdir('/tmp')
+            if os.path.join('/tmp', e) not in mine], os.listdir('/tmp')
 assert not os.listdir('/dev/shm'), os.listdir('/dev/shm')
 if posix.fork() == 0:
     posix.setsid()

@@ -188,7 +188,7 @@ def test_bad_argument_on_the_command_line_is_one_message_and_no_log(argument, me
 
 
 @pytest.mark.data
-@pytest.mark.parametrize("name", [name for name in TASKS])
+@pytest.mark.parametrize("name", list(TASKS))
 def test_fim_format_argument_sends_the_raw_prompt_with_stop_tokens_and_max_tokens(name):
     task = registry_lookup("task", f"heval_inspect/{name}")(fim_format="codestral")
     sample = task.dataset[0]
@@ -231,9 +231,17 @@ def test_no_model_and_no_solver_that_needs_none_is_one_line_and_no_log(extra, tm
 @pytest.mark.parametrize(
     "task, arguments, message",
     [
-        (humaneval_infilling, {"subset": "single_line"}, "has no argument subset (did you mean subsets?)"),
+        (
+            humaneval_infilling,
+            {"subset": "single_line"},
+            "has no argument subset (did you mean subsets?)",
+        ),
         (humaneval, {"timout": 5}, "has no argument timout (did you mean timeout?)"),
-        (humaneval_infilling, {"subsets": "singel_line"}, "['singel_line'] (did you mean single_line?)"),
+        (
+            humaneval_infilling,
+            {"subsets": "singel_line"},
+            "['singel_line'] (did you mean single_line?)",
+        ),
         (humaneval_infilling, {"subsets": "multi_line,randomspan"}, "(did you mean random_span?)"),
         (humaneval, {"fim_format": "starcodr"}, "'starcodr' (did you mean starcoder?)"),
         (humaneval, {"sandbox": "pol"}, "'pol' (did you mean pool?)"),

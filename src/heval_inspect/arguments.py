@@ -56,6 +56,4 @@ def check_name(name: str, value: Any, choices: str) -> None:
 
 
 def _is_number(value: Any) -> bool:
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

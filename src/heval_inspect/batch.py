@@ -62,7 +62,7 @@ from .inspect_internals import EvalRecorder, log_compression_in_one_thread
 from .metrics import HEADLINE_STDERR
 from .parallel import logs_by_run
 from .sandbox.pool import standalone_pool
-from .schema import PASSED, RUN_KEY, SCORER
+from .schema import PASSED, RUN_KEY, SCORER, figures_of
 from .scorer import score_middle
 from .shard import Shard, parse_shard
 from .solvers import MIDDLE, replayed
@@ -253,7 +253,8 @@ async def _run(
         raise Interrupted("interrupted (Ctrl-C) before any program ran; nothing was written.")
     [log] = header
     log.eval.config.limit = None
-    log.eval.dataset.sample_ids = [sample.id for sample in task.dataset]
+    # Every sample of ours has an id (its task's).
+    log.eval.dataset.sample_ids = [sample.id for sample in task.dataset if sample.id is not None]
     [scorer] = log.eval.scorers or []
     recorder = EvalRecorder(log_dir)
     location = await recorder.log_init(
@@ -362,7 +363,7 @@ async def _sample(
     epoch: int,
     completion: str,
     arguments: TaskArguments,
-    scorer_args: dict[str, Any],
+    scorer_args: dict[str, Any] | None,
 ) -> EvalSample:
     """One sample as `inspect eval` records it with the replay solver and the unit tests."""
     started, clock = _now(), time.monotonic()
@@ -411,7 +412,7 @@ class Progress:
 
     def add(self, sample: EvalSample) -> None:
         self.scored += 1
-        self.passed += (sample.scores or {})[SCORER].value[PASSED] == 1.0  # type: ignore[index]
+        self.passed += figures_of((sample.scores or {})[SCORER].value)[PASSED] == 1.0
         if self.shown and time.monotonic() - self.said >= PROGRESS_SECONDS:
             self.said = time.monotonic()
             rate = (self.scored - self.first) / (self.said - self.started)

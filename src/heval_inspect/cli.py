@@ -1,4 +1,5 @@
-"""`heval-inspect`: commands around the Inspect tasks (the tasks themselves run with `inspect eval`)."""
+"""`heval-inspect`: commands around the Inspect tasks (the tasks themselves run with
+`inspect eval`)."""
 
 import argparse
 import os

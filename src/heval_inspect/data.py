@@ -1,4 +1,5 @@
-"""The official HumanEval and HumanEval-Infilling problem files: where to find them, how to check them.
+"""The official HumanEval and HumanEval-Infilling problem files: where to find them, how to
+check them.
 
 Sources, in order: a local folder (the `data_dir` task argument, else the `HEVAL_DATA_DIR`
 environment variable), else the user's cache, filled by a download of the files as published at a
@@ -229,9 +230,7 @@ def completion_rows(path: str | Path) -> Iterator[tuple[str, str]]:
         raise DataError(f"Cannot read the completion file {path}: {error}") from error
 
 
-def read_completions(
-    path: str | Path, only: Collection[str] | None = None
-) -> dict[str, list[str]]:
+def read_completions(path: str | Path, only: Collection[str] | None = None) -> dict[str, list[str]]:
     """The completions of a file per task id, in file order; `only`: of these task ids alone
     (the others are read, checked and dropped)."""
     completions: dict[str, list[str]] = {}

@@ -13,8 +13,8 @@ Chat answers (`middle_from_chat`), in order:
      where the prefix ends: whatever comes before its `def` line (imports, helpers), the `def`
      line and its docstring (the prompt's, one of its own, or none; so is a string statement
      further into the body, as HumanEval/115's description after an import), and the prefix's
-     part of its body. Else a repeated tail of the prefix is (from the start of a line: the gap's own
-     line, earlier lines, the whole program).
+     part of its body. Else a repeated tail of the prefix is (from the start of a line: the gap's
+     own line, earlier lines, the whole program).
    - Top-level code after the function that holds the gap (an `if __name__` block, example
      calls, tests), with the comments and blank lines before it, is cut off when the suffix has
      none; when nothing follows the gap, definitions of helpers the code calls stay.
@@ -38,6 +38,7 @@ import io
 import re
 import tokenize
 import warnings
+from collections.abc import Iterator
 from typing import Literal
 
 THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -86,7 +87,7 @@ def code_in_answer(answer: str) -> str:
     return (tagged or [blocks[0][1]])[0]
 
 
-def fenced_blocks(answer: str):
+def fenced_blocks(answer: str) -> Iterator[tuple[str, str]]:
     """(language tag, code) of each fenced block, in order."""
     position = 0
     while opening := OPENING_FENCE.search(answer, position):
@@ -287,7 +288,7 @@ def _without_string_statements(body: str) -> tuple[str, list[int]]:
     return "".join(body[i] for i in position), position
 
 
-def _gaps(removed: list[tuple[int, int]], length: int):
+def _gaps(removed: list[tuple[int, int]], length: int) -> Iterator[tuple[int, int]]:
     """The spans of 0..length between the removed ones (in order, not overlapping)."""
     start = 0
     for removed_start, removed_end in removed:
@@ -297,7 +298,8 @@ def _gaps(removed: list[tuple[int, int]], length: int):
 
 
 def _after_blank_lines(text: str) -> str:
-    return text[BLANK_LINES.match(text).end() :]
+    # The pattern matches at the start of any text (the empty string at least).
+    return BLANK_LINES.sub("", text, count=1)
 
 
 def _without_code_after_the_function(code: str, prefix: str, suffix: str) -> str:
@@ -321,15 +323,18 @@ def _without_code_after_the_function(code: str, prefix: str, suffix: str) -> str
     after = starts[len(enclosing) :]
     if not after:
         return code
-    statements = [program[start:end] for start, end in zip(after, [*after[1:], len(program)])]
+    statements = [
+        program[start:end] for start, end in zip(after, [*after[1:], len(program)], strict=True)
+    ]
     bound = [_names_bound(statement) if not suffix.strip() else set() for statement in statements]
     function = program[len(prefix) : after[0]]
     stays, kept = [False] * len(statements), function
     while used := [i for i, names in enumerate(bound) if not stays[i] and _uses(kept, names)]:
         for index in used:
             stays[index] = True
-        kept = function + "".join(s for s, stay in zip(statements, stays) if stay)
-    return code if all(stays) else kept[: TRAILING_BLANK_OR_COMMENT_LINES.search(kept).start()]
+        kept = function + "".join(s for s, stay in zip(statements, stays, strict=True) if stay)
+    # The pattern matches at the end of any text (the empty string at least).
+    return code if all(stays) else TRAILING_BLANK_OR_COMMENT_LINES.sub("", kept, count=1)
 
 
 def _uses(code: str, names: set[str]) -> bool:
@@ -356,7 +361,7 @@ def _names_bound(statement: str) -> set[str]:
     return names - {"*"}
 
 
-def _top_level_statements(program: str):
+def _top_level_statements(program: str) -> Iterator[int]:
     """The offsets of the lines where top-level statements start (a decorated definition at its
     first decorator), as far as the program tokenizes."""
     line_starts = _line_starts(program)
@@ -461,7 +466,9 @@ def _compiles(program: str) -> bool:
         try:
             # Compiled to test its syntax (as the interpreter will), never run: it runs only in
             # the sandbox.
-            compile(program, "<program>", "exec", dont_inherit=True)  # inspect-evals-lint: ignore[host_code_execution] -- compiled only, never run
+            compile(
+                program, "<program>", "exec", dont_inherit=True
+            )  # inspect-evals-lint: ignore[host_code_execution] -- compiled only, never run
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
     return True

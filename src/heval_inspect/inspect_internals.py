@@ -26,19 +26,24 @@ fails loudly when either of these stops behaving as relied on here.
   a zstd frame).
 """
 
-from inspect_ai._util import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+from inspect_ai._util import (
+    # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     zipfile as inspect_zipfile,
 )
-from inspect_ai._util.error import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+from inspect_ai._util.error import (
+    # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     PrerequisiteError,
 )
-from inspect_ai.log._recorders.eval import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+from inspect_ai.log._recorders.eval import (
+    # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     EvalRecorder,
 )
-from inspect_ai.solver._chain import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+from inspect_ai.solver._chain import (
+    # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     Chain,
 )
-from inspect_ai.util._sandbox.local import (  # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+from inspect_ai.util._sandbox.local import (
+    # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     LocalSandboxEnvironment,
 )
 

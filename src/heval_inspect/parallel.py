@@ -192,7 +192,7 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
     """Start this machine's shards, wait for all of them; 0 if every one succeeded."""
     if shards < 1 or cores < 1:
         raise ValueError("--shards and --cores must be 1 or more.")
-    mine = shard_range(run, shards)
+    mine: Sequence[int] = shard_range(run, shards)
     if not command:
         raise ValueError(
             "give the eval command after --, e.g. heval-inspect parallel --shards 2 -- "

@@ -137,7 +137,8 @@ FIM_FORMATS: dict[str, FimFormat] = {
             # server's tokenizer adds itself when it encodes the prefix.
             "mistralai/mistral-common tokens/tokenizers (InstructTokenizerV2.encode_fim: "
             "[SUFFIX] suffix [PREFIX] prefix); mistralai/cookbook "
-            "concept-deep-dive/tokenization/chat_templates.md (FIM: <s>[SUFFIX]suffix[PREFIX] prefix)",
+            "concept-deep-dive/tokenization/chat_templates.md "
+            "(FIM: <s>[SUFFIX]suffix[PREFIX] prefix)",
         ),
         FimFormat(
             "incoder",

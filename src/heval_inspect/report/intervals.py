@@ -11,12 +11,13 @@ carrying the share W_g of the weight and contributing u_g = sum_{i in g} w_i (x_
   With problems of equal weight this is G / (G - 1) sum_g u_g^2, the metric's own standard error;
 - the degrees of freedom are Bell and McCaffrey's (as recommended by Imbens and Kolesar 2016)
   under the same working model (`bias_reduction`), which depend on the weights alone: G - 1 with
-  equal weights, about 1 when one problem carries most of the weight; with several tasks per problem they move towards the effective degrees of freedom of
-  the variance observed, (sum_g v_g)^2 / sum_g v_g^2 over the problems' scaled contributions v_g
-  (Satterthwaite 1946; kept between 1 and the design's), in proportion to the share of tasks
-  beyond one per problem: 1 / df = w / df_v + (1 - w) / df_BM, w = 1 - G / n (G and n counted
-  by weight: Kish's (sum w)^2 / sum w^2 of the problems' and of the tasks' weights). A rare
-  success (or failure) carried by one or two problems then gets the width that warrants.
+  equal weights, about 1 when one problem carries most of the weight; with several tasks per
+  problem they move towards the effective degrees of freedom of the variance observed,
+  (sum_g v_g)^2 / sum_g v_g^2 over the problems' scaled contributions v_g (Satterthwaite 1946;
+  kept between 1 and the design's), in proportion to the share of tasks beyond one per problem:
+  1 / df = w / df_v + (1 - w) / df_BM, w = 1 - G / n (G and n counted by weight: Kish's
+  (sum w)^2 / sum w^2 of the problems' and of the tasks' weights). A rare success (or failure)
+  carried by one or two problems then gets the width that warrants.
 
 A rate's interval is Wilson's score interval (Wilson 1927) on the effective number of tasks, the
 design-effect form used for clustered surveys (Kish 1965; Korn and Graubard 1998), with Student's
@@ -194,9 +195,10 @@ def difference_interval(
     if s.stderr > 0:
         half = quantile(s, confidence) * s.stderr
         return bounded(s.value, (s.value - half, s.value + half), -1.0)
-    (low_a, high_a), (low_b, high_b) = (
-        rate_interval(baseline, confidence), rate_interval(other, confidence)
-    )  # fmt: skip
+    rate_a, rate_b = rate_interval(baseline, confidence), rate_interval(other, confidence)
+    if rate_a is None or rate_b is None:  # a rate of fewer than two problems
+        return None
+    (low_a, high_a), (low_b, high_b) = rate_a, rate_b
     a, b = baseline.value, other.value
     return bounded(
         s.value,

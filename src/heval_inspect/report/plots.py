@@ -5,14 +5,20 @@ Text is drawn as paths, so a page needs no font; nothing refers to a file or the
 
 import io
 import re
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure as PlotFigure
+from matplotlib.ticker import MaxNLocator
 
 from .build import Report
 from .failures import KINDS
 from .stats import Figure
+
+if TYPE_CHECKING:  # matplotlib's names of its settings, for the annotation only
+    from matplotlib.typing import RcKeyType
 
 # pyplot picks its backend when it draws the first figure: Agg, whatever the display.
 matplotlib.use("Agg")
@@ -28,7 +34,11 @@ KIND_COLOURS = {
     "killed": "#3d3d3d",
     "no verdict": "#bbbbbb",
 }
-STYLE = {"svg.fonttype": "path", "svg.hashsalt": "heval-inspect", "font.size": 9}
+STYLE: "dict[RcKeyType, Any]" = {
+    "svg.fonttype": "path",
+    "svg.hashsalt": "heval-inspect",
+    "font.size": 9,
+}
 # Each run its own marker and line style too, so runs with the same figures stay told apart.
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINES = ("-", "--", ":", "-.")
@@ -56,7 +66,7 @@ def _errors(figures: list[Figure]) -> np.ndarray:
     return np.maximum(np.array(lengths).T.reshape(2, len(figures)), 0.0)
 
 
-def _svg(figure) -> str:
+def _svg(figure: PlotFigure) -> str:
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(figure)
@@ -110,7 +120,9 @@ def pass_at_k(report: Report) -> str:
     axes.set_xlabel("k (samples per task)")
     axes.set_ylabel("pass@k (95% interval)")
     axes.set_ylim(0, 1.05)
-    axes.xaxis.get_major_locator().set_params(integer=True)
+    locator = axes.xaxis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # a new axis's (AutoLocator) is one
+        locator.set_params(integer=True)
     axes.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     axes.set_title("pass@k against k (all tasks of each run)")
     return _svg(figure)

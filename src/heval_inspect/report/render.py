@@ -10,6 +10,7 @@ import html
 import math
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from rich import box
@@ -21,7 +22,7 @@ from rich.text import Text
 from .build import Report
 from .failures import KINDS
 from .plots import all_plots
-from .stats import Figure
+from .stats import Figure, Results
 
 CAPTIONS = {
     "pass1": "pass@1 of each run per subset and blend; bars: 95% intervals (clustered by problem).",
@@ -59,7 +60,7 @@ def rate(figure: Figure) -> str:
     return interval(figure.value, figure.low, figure.high)
 
 
-def _epochs(result) -> str:
+def _epochs(result: Results) -> str:
     fewest, most = result.epochs
     return str(fewest) if fewest == most else f"{fewest}-{most}"
 
@@ -248,8 +249,11 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         writer.writerows(rows)
 
 
+# What makes a section's tables (by their titles) from the report.
+Tables = Callable[[Report], dict[str, list[dict]]]
 SECTIONS = (
-    ("Runs", "runs", runs_tables, "Each run, with the logs it was read from and the shards merged."),
+    ("Runs", "runs", runs_tables,
+     "Each run, with the logs it was read from and the shards merged."),
     ("Results", "results", results_tables, (
         "Each figure with its 95% interval: Wilson's interval on the effective number of tasks "
         "(the clustering by HumanEval problem taken into account), which stays within [0, 1]; "
@@ -271,7 +275,7 @@ SECTIONS = (
 TERMINAL_OMITS = {"runs": ("logs",), "results": ("epochs",), "differences": ("SE",)}
 
 
-def _tables(tables, report: Report) -> dict[str, list[dict]]:
+def _tables(tables: "Tables | tuple[Tables, ...]", report: Report) -> dict[str, list[dict]]:
     """A section's tables by their titles ("" for a table of no title of its own)."""
     if isinstance(tables, tuple):
         return {title: rows for each in tables for title, rows in _tables(each, report).items()}
@@ -460,7 +464,7 @@ def html_table(rows: list[dict], name: str) -> str:
     )
 
 
-def _html_cell(column: str, value) -> str:
+def _html_cell(column: str, value: object) -> str:
     # File names wrap (anywhere): a run of shards names several long ones.
     wrap = ' class="files"' if column == "logs" else ""
     return f"<td{wrap}>{html.escape(str(value))}</td>"

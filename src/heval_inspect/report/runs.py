@@ -26,12 +26,13 @@ import hashlib
 import multiprocessing
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 import numpy as np
 from inspect_ai.log import (
@@ -89,7 +90,7 @@ class Run:
     problem_files: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # One row per scored (task, epoch), in task order (see `Samples`).
-    samples: "Samples | None" = None
+    samples: "Samples" = field(kw_only=True)
 
     @property
     def label(self) -> str:
@@ -97,12 +98,12 @@ class Run:
         return f"{self.name} ({self.task} {self.version})"
 
 
-class Log(NamedTuple):
-    """One log file: its run (before merging), its shard (None if not one), Inspect's status
-    of it ("success", "error", "cancelled" or "started") and when the run started."""
+@dataclass(frozen=True)
+class Log:
+    """One log file: its run (before merging), Inspect's status of it ("success", "error",
+    "cancelled" or "started") and when the run started. A shard's log is a ShardLog."""
 
     run: Run
-    shard: ShardRecord | None
     status: str
     started: datetime
 
@@ -113,6 +114,15 @@ class Log(NamedTuple):
     def described(self) -> str:
         return f"{self.file} (status {self.status!r})"
 
+
+@dataclass(frozen=True)
+class ShardLog(Log):
+    """One log file of a shard (`-T shard=i/n`): a log and its shard's record."""
+
+    shard: ShardRecord
+
+
+AnyLog = TypeVar("AnyLog", bound=Log)
 
 COLUMNS = {
     "task_id": str, "epoch": int, "subset": str, "problem": str,
@@ -145,7 +155,7 @@ class Samples:
     def from_rows(cls, rows: list[tuple], unscored: int) -> "Samples":
         """From rows of values in COLUMNS' order."""
         values = list(zip(*rows, strict=True)) if rows else [()] * len(COLUMNS)
-        columns = {
+        columns: dict[str, np.ndarray] = {
             name: np.array(column, dtype=kind)
             for (name, kind), column in zip(COLUMNS.items(), values, strict=True)
         }
@@ -158,7 +168,7 @@ class Samples:
 
     @classmethod
     def from_table(cls, table: dict) -> "Samples":
-        columns = {
+        columns: dict[str, np.ndarray] = {
             name: np.array(table["columns"][name], dtype=kind) for name, kind in COLUMNS.items()
         }
         return cls(**columns, unscored=table["unscored"])
@@ -210,7 +220,7 @@ def read_runs(paths: Iterable[str]) -> list[Run]:
     sample summaries (which it shortens again as it reads them), and a process holds the
     summaries of one log at a time."""
     files = log_files(paths)
-    logs = [_read_log(file) for file in files]  # headers first: a foreign log is refused now
+    headers = [_read_log(file) for file in files]  # headers first: a foreign log is refused now
     keys = [cache.key(file, READER) for file in files]
     tables = [cache.load(key) for key in keys]
     unread = [
@@ -218,8 +228,10 @@ def read_runs(paths: Iterable[str]) -> list[Run]:
     ]
     size = sum(key["size"] for _, key in unread if key)  # remote logs count 0
     read = iter(_map(_read_samples, unread, size))
-    for log, table in zip(logs, tables, strict=True):
-        log.run.samples = next(read) if table is None else Samples.from_table(table)
+    logs = [
+        log_of(next(read) if table is None else Samples.from_table(table))
+        for log_of, table in zip(headers, tables, strict=True)
+    ]
     groups: dict[tuple, list[Log]] = {}
     for log in logs:
         groups.setdefault(_identity(log.run), []).append(log)
@@ -256,8 +268,9 @@ def run_name(log: EvalLog) -> str:
     return "reference"
 
 
-def _read_log(file: str) -> Log:
-    """A log's run from its header (its samples not yet read), its shard and its status."""
+def _read_log(file: str) -> Callable[[Samples], Log]:
+    """A log's run from its header, its shard and its status: read now (so that a foreign log is
+    refused before any log's samples are read), made into the log once its samples are read."""
     header = read_eval_log(file, header_only=True)
     spec = header.eval
     if not is_ours(spec.task_registry_name):
@@ -270,7 +283,16 @@ def _read_log(file: str) -> Log:
     data_files = provenance.get("data_files", [])
     limits = provenance.get("limits", {})
     problem_files = [f for f in data_files if f.get("role") == "problems"]
-    run = Run(
+    notes = (
+        []
+        if header.status == "success"
+        else [f"{Path(file).name} ended with status {header.status!r}."]
+    )
+    started = datetime.fromisoformat(spec.created)
+    shard = ShardRecord.from_metadata(metadata.get("shard"))
+    status = header.status
+    run = partial(
+        Run,
         name=run_name(header),
         model=spec.model,
         task=spec.task_registry_name.removeprefix(TASK_PREFIX),
@@ -287,11 +309,15 @@ def _read_log(file: str) -> Log:
         per_subset=len(problem_files) > 1,
         files=[file],
         problem_files=problem_files,
+        notes=notes,
     )
-    if header.status != "success":
-        run.notes.append(f"{Path(file).name} ended with status {header.status!r}.")
-    started = datetime.fromisoformat(spec.created)
-    return Log(run, ShardRecord.from_metadata(metadata.get("shard")), header.status, started)
+
+    def log_of(samples: Samples) -> Log:
+        if shard is None:
+            return Log(run(samples=samples), status, started)
+        return ShardLog(run(samples=samples), status, started, shard)
+
+    return log_of
 
 
 def _read_samples(file: str, key: dict | None) -> Samples:
@@ -353,7 +379,7 @@ def _identity(run: Run) -> tuple:
 
 def _merge(group: list[Log]) -> Run:
     """One run from its logs: an unsharded run's, or shards 1 ... n of n."""
-    sharded = [log for log in group if log.shard]
+    sharded = [log for log in group if isinstance(log, ShardLog)]
     if not sharded:
         return _unsharded(group)
     if len(sharded) != len(group):
@@ -376,7 +402,7 @@ def _unsharded(logs: list[Log]) -> Run:
     )
 
 
-def _merged_shards(sharded: list[Log]) -> Run:
+def _merged_shards(sharded: list[ShardLog]) -> Run:
     """One run from the logs of its shards 1 ... n of n (of a retried shard, its successful log)."""
     first = sharded[0].run
     counts = {log.shard.count for log in sharded}
@@ -389,7 +415,7 @@ def _merged_shards(sharded: list[Log]) -> Run:
             f"({given}): give the n shards of one split."
         )
     count = counts.pop()
-    by_index: dict[int, list[Log]] = {}
+    by_index: dict[int, list[ShardLog]] = {}
     for log in sorted(sharded, key=lambda log: log.shard.index):
         by_index.setdefault(log.shard.index, []).append(log)
     counted = {index: _counted(logs) for index, logs in by_index.items()}
@@ -400,8 +426,10 @@ def _merged_shards(sharded: list[Log]) -> Run:
             f"{_described(sharded)}. Give each of the {count} shards of the run exactly once "
             f"(a shard's failed logs may stay beside its successful retry)."
         )
+    # With no problem, every shard has a log that counts (a shard without one is a problem).
+    chosen = {index: log for index, log in counted.items() if log is not None}
     all_tasks = {log.shard.all_tasks for log in sharded}
-    merged_tasks = sum(log.shard.tasks for log in counted.values())
+    merged_tasks = sum(log.shard.tasks for log in chosen.values())
     if len(all_tasks) == 1 and merged_tasks != all_tasks.copy().pop():
         raise ReportError(
             f"{first.label}: its {count} shards hold {merged_tasks} tasks, but the run has "
@@ -409,7 +437,7 @@ def _merged_shards(sharded: list[Log]) -> Run:
         )
     runs = [
         _with_ignored(log, by_index[index], f"shard {index} of {count}")
-        for index, log in counted.items()
+        for index, log in chosen.items()
     ]
     return replace(
         runs[0],
@@ -421,7 +449,7 @@ def _merged_shards(sharded: list[Log]) -> Run:
 
 
 def _shard_problems(
-    count: int, by_index: dict[int, list[Log]], counted: dict[int, Log | None]
+    count: int, by_index: dict[int, list[ShardLog]], counted: dict[int, ShardLog | None]
 ) -> list[str]:
     """Why these shards (their logs by index, and the log that counts of each) cannot be merged:
     a gap, a shard with no successful log, a task in two shards."""
@@ -446,7 +474,7 @@ def _shard_problems(
     return problems
 
 
-def _counted(logs: list[Log]) -> Log | None:
+def _counted(logs: list[AnyLog]) -> AnyLog | None:
     """The log that counts of those of one shard (or of one unsharded run): the only one, else
     the newest successful one (the others failed before it was retried, or were run before it);
     None if none is successful."""
@@ -461,11 +489,11 @@ def _age(log: Log) -> tuple[datetime, str]:
     return log.started, log.file
 
 
-def _successful(logs: list[Log]) -> list[Log]:
+def _successful(logs: Sequence[AnyLog]) -> list[AnyLog]:
     return [log for log in logs if log.status == "success"]
 
 
-def _with_ignored(counted: Log, logs: list[Log], what: str) -> Run:
+def _with_ignored(counted: Log, logs: Sequence[Log], what: str) -> Run:
     """The run of the log that counts, its notes naming the other logs of `what` (its shard or
     the run), which are ignored."""
     ignored = [
@@ -490,7 +518,7 @@ def _file_started(log: Log) -> str:
     return f"{Path(log.file).name} (started {log.started.isoformat(' ', 'seconds')})"
 
 
-def _described(logs: list[Log]) -> str:
+def _described(logs: Sequence[Log]) -> str:
     return ", ".join(log.described() for log in logs)
 
 

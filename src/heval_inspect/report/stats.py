@@ -15,6 +15,7 @@ spread observed; t is Student's, with the effective degrees of freedom of the cl
 """
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -306,7 +307,7 @@ def pairs(runs: list[Run], baseline: str | None) -> list[tuple[Run, Run]]:
     return chosen
 
 
-def ordered_groups(names) -> list[str]:
+def ordered_groups(names: Iterable[str]) -> list[str]:
     """Blends first (the headline first), then the subsets in their usual order."""
     blend_order = ["sample_weighted", "mean_of_subsets", "problem_macro"]
     return sorted(

@@ -57,7 +57,6 @@ async def execute(
             timeout=int(wall_seconds + EXECUTOR_GRACE_SECONDS),
             user=user,
         )
-        return Execution.from_answer(json.loads(result.stdout))
     except TimeoutError:
         ended, stderr = "did not answer in time", ""
     except SandboxUnavailableError as error:
@@ -65,8 +64,11 @@ async def execute(
         # out-of-memory killer of its own, a program that takes the container's memory takes
         # the whole sandbox down (docs/sandbox.md, gVisor).
         ended, stderr = "lost its container", str(error)[-2000:]
-    except (ValueError, TypeError):  # not JSON, or not a verdict
-        ended, stderr = f"exited {result.returncode}", result.stderr[-2000:]
+    else:
+        try:
+            return Execution.from_answer(json.loads(result.stdout))
+        except (ValueError, TypeError):  # not JSON, or not a verdict
+            ended, stderr = f"exited {result.returncode}", result.stderr[-2000:]
     # The container is this sample's alone (Inspect removes it with the sample), so whatever kept
     # its executor from answering happened while the program ran: judged as the pool judges a
     # lost executor, never a sample error, and said in the log.

@@ -91,6 +91,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Iterable, Iterator
+from types import FrameType
+from typing import IO, Any, NoReturn, TypedDict
 
 # `threading` (which `subprocess` loads) resets its state in every process forked after it loads,
 # and that reset writes to about 130 pages the fork shares with its parent: half a millisecond of
@@ -182,7 +185,7 @@ class WriteOnlyStringIO(io.StringIO):  # the reference harness's name: messages 
         super().__init__()
         self.bytes_written = 0
 
-    def write(self, text) -> int:
+    def write(self, text: object) -> int:
         if self.closed:
             raise ValueError("I/O operation on closed file.")
         if not isinstance(text, str):
@@ -192,16 +195,16 @@ class WriteOnlyStringIO(io.StringIO):  # the reference harness's name: messages 
         )
         return len(text)
 
-    def read(self, *args, **kwargs):
+    def read(self, *args: object, **kwargs: object) -> NoReturn:
         raise OSError
 
-    def readline(self, *args, **kwargs):
+    def readline(self, *args: object, **kwargs: object) -> NoReturn:
         raise OSError
 
-    def readlines(self, *args, **kwargs):
+    def readlines(self, *args: object, **kwargs: object) -> NoReturn:
         raise OSError
 
-    def readable(self, *args, **kwargs) -> bool:
+    def readable(self, *args: object, **kwargs: object) -> bool:
         return False
 
 
@@ -328,14 +331,14 @@ def _write_proc(path: str, text: str) -> None:
         os.close(fd)
 
 
-def _raise_timeout(signum, frame) -> None:
+def _raise_timeout(signum: int, frame: FrameType | None) -> None:
     raise TimeoutException("Timed out!")
 
 
 # ---- The program: the innermost process ------------------------------------------------------
 
 
-def _program(request: dict, nonce: str, errors_fd: int, place) -> None:
+def _program(request: dict[str, Any], nonce: str, errors_fd: int, place: "Place") -> None:
     """In the program's process: identity, limits, then the program, exactly as the reference's
     `exec(check_program, {})`, reported through the report FIFO. Never returns. File descriptor
     1 is /dev/null (what the program writes through `sys.stdout` is counted and dropped: see
@@ -387,8 +390,8 @@ def _program(request: dict, nonce: str, errors_fd: int, place) -> None:
         for module, names in REFERENCE_DISABLED.items():
             for name in names:
                 setattr(module, name, None)
-        for module in REFERENCE_BLOCKED_MODULES:
-            sys.modules[module] = None
+        for blocked in REFERENCE_BLOCKED_MODULES:
+            sys.modules[blocked] = None  # type: ignore[assignment]  # None there: import fails
         # The executor sends SIGALRM when the program's time is up; as in the reference, the
         # exception it raises can be caught by the program (a bare `except:` around a loop).
         _signal.signal(_signal.SIGALRM, _raise_timeout)
@@ -399,15 +402,18 @@ def _program(request: dict, nonce: str, errors_fd: int, place) -> None:
         exit_now(code)
 
 
-def _at_depth(depth: int, function):
+def _at_depth(depth: int, function: Callable[[], bool]) -> bool:
     """`function()`, called `depth` frames deep (padded with frames of this function)."""
-    frame, frames = sys._getframe(), 0
+    frame: FrameType | None = sys._getframe()
+    frames = 0
     while frame is not None:
         frame, frames = frame.f_back, frames + 1
     return function() if frames >= depth else _at_depth(depth, function)
 
 
-def _execute(program: str, nonce: str, report, open_errors) -> bool:
+def _execute(
+    program: str, nonce: str, report: Callable[[bytes], None], open_errors: Callable[..., IO[str]]
+) -> bool:
     """Run the program and report how it ended; whether it returned normally."""
     print_exception = traceback.print_exc
     try:
@@ -477,7 +483,17 @@ def _own_attributes() -> tuple:
     )
 
 
-def _warden(control: socket.socket, place) -> None:
+class _Program(TypedDict):
+    """The warden's program: its main process (0: none), whether that has ended, whether the
+    warden is ending it, and the pipe that tells the decoy's death (or none)."""
+
+    main: int
+    ended: bool
+    ending: bool
+    decoy: list[int]
+
+
+def _warden(control: socket.socket, place: "Place") -> None:
     """The warden's life, from the executor's start to its end: start each program it is sent,
     end every process of it once its main process has ended, the decoy has died (the container
     ran out of memory) or the executor says so, reap them all, and say so. Never returns."""
@@ -504,15 +520,20 @@ def _warden(control: socket.socket, place) -> None:
         # page a forked process writes to is copied for it: most of what a program costs).
         os.environ.clear()
         os.environ.update(CHILD_ENVIRONMENT)
-        program = {"main": 0, "ended": False, "ending": False, "decoy": []}
+        program: _Program = {"main": 0, "ended": False, "ending": False, "decoy": []}
 
         def end() -> None:
             program["ending"] = True
             place.end_programs(program["main"])
 
-        received, fds = b"", []
+        fds: list[int]
+        received, fds = b"", []  # what the executor sent, and the file descriptors with it
+        # The program being run (set with each request; read only once one has started).
+        request: dict[str, Any] = {}
+        main = 0
         while True:
-            ready, _, _ = select.select([control, woken, *program["decoy"]], [], [])
+            watched: list[socket.socket | int] = [control, woken, *program["decoy"]]
+            ready, _, _ = select.select(watched, [], [])
             if woken in ready:
                 os.read(woken, 4096)
             if control in ready:
@@ -533,7 +554,7 @@ def _warden(control: socket.socket, place) -> None:
                         break
                     request = json.loads(received[5 : 5 + length])
                     received = received[5 + length :]
-                    program.update(main=0, ended=False, ending=False)
+                    program.update({"main": 0, "ended": False, "ending": False})
                     program["decoy"] = _end_watch(request["decoy"]) if request["decoy"] else []
                     forked_at = time.monotonic()
                     program["main"] = main = os.fork()
@@ -563,7 +584,7 @@ def _warden(control: socket.socket, place) -> None:
                         place.killer_spent = False
                         for fd in program["decoy"]:
                             os.close(fd)
-                        program.update(main=0, decoy=[])
+                        program.update({"main": 0, "decoy": []})
                     break
                 if pid == program["main"]:
                     program["ended"] = True
@@ -589,7 +610,7 @@ def _warden(control: socket.socket, place) -> None:
 class Warden:
     """The executor's handle on its warden: started once, and again if it is lost."""
 
-    def __init__(self, place) -> None:
+    def __init__(self, place: "Place") -> None:
         self.place = place
         self.start()
 
@@ -785,7 +806,7 @@ class Counter:
     """The first of several places a kernel counter may be found (cgroup v2, then v1), kept
     open; 0 where none is."""
 
-    def __init__(self, candidates) -> None:
+    def __init__(self, candidates: Iterable[tuple[Any, ...]]) -> None:  # (path, key, [unit])
         self.fd, self.key, self.unit = None, None, 1.0
         for path, key, *unit in candidates:
             fd = _kept_open(path)
@@ -821,7 +842,7 @@ def _host_cgroup_cpu() -> list[tuple[str, str | None, float]]:
     return found
 
 
-def _processes(everyone: bool = False):
+def _processes(everyone: bool = False) -> Iterator[tuple[int, list[bytes]]]:
     """(pid, stat fields after the name) of every process but this one (or every one)."""
     me = 0 if everyone else os.getpid()
     for entry in os.listdir("/proc"):
@@ -869,11 +890,12 @@ def _entries(area: str) -> list[str]:
 def _sockets(sockstat: int | None) -> int:
     if sockstat is None:
         return 0
-    counts = {}
+    counts: dict[tuple[str, str], int] = {}
     try:
         for line in _read_whole(sockstat).decode().splitlines():
             name, *fields = line.split()
-            counts |= {(name, key): int(value) for key, value in zip(fields[::2], fields[1::2])}
+            pairs = zip(fields[::2], fields[1::2], strict=False)  # a key without a value: left out
+            counts |= {(name, key): int(value) for key, value in pairs}
     except (OSError, ValueError):
         return 0
     return sum(counts.get(counter, 0) for counter in SOCKET_COUNTERS)
@@ -1151,6 +1173,10 @@ class OnThisMachine:
         return {"scratch entries": int(os.path.lexists(scratch))}
 
 
+# Where programs run: a container of the sandbox, or (sandbox=local) this machine.
+Place = InContainer | OnThisMachine
+
+
 # ---- The executor: one program, from its warden's start to its verdict -----------------------
 
 
@@ -1262,10 +1288,14 @@ class Run:
     def _read_ready(self) -> None:
         """Wait up to a poll for something to read, and read it; pipes that last brought only a
         few bytes are read at this poll, not watched (see EAGER_READ_BYTES)."""
-        control = [self.warden.control, *self.warden.watch, *self.place.out_of_memory_watch()]
+        control: list[socket.socket | int] = [
+            self.warden.control,
+            *self.warden.watch,
+            *self.place.out_of_memory_watch(),
+        ]
         readable = [*self.streams, self.report_fds[0]]
         watched = [fd for fd in readable if fd in self.eager and self._wanted(fd)]
-        ready, _, _ = select.select(control + watched, [], [], POLL_SECONDS)
+        ready, _, _ = select.select([*control, *watched], [], [], POLL_SECONDS)
         if self.warden.control in ready:
             self._read_messages()
         for fd in readable:
@@ -1328,8 +1358,10 @@ class Run:
 
     def verdict(self, residue: dict[str, int]) -> dict:
         request = self.request
-        main_ended = self.main_status is not None
-        returncode = os.waitstatus_to_exitcode(self.main_status) if main_ended else -signal.SIGKILL
+        main_status = self.main_status  # None: its main process has not ended
+        returncode = (
+            -signal.SIGKILL if main_status is None else os.waitstatus_to_exitcode(main_status)
+        )
         stderr_text = self.stderr_tail.decode("utf-8", errors="replace")
         first = _first_report(self.report)
         stdout_bytes = 0
@@ -1384,7 +1416,7 @@ def run(request: dict, place: InContainer | OnThisMachine, warden: Warden) -> di
     return program.verdict(program.clean_up())
 
 
-def _end_orphans(place, main: int, own: set[int]) -> None:
+def _end_orphans(place: "Place", main: int, own: set[int]) -> None:
     """End the container's processes that are not its own (its programs') until none is left, or
     GVISOR_REAP_SECONDS have passed (this is gVisor's path)."""
     deadline = time.monotonic() + GVISOR_REAP_SECONDS
@@ -1451,7 +1483,7 @@ class OwnTime:
     in each interval, the container's one CPU.
     """
 
-    def __init__(self, place, started: float, limit: float, cpu: "_CpuMark") -> None:
+    def __init__(self, place: "Place", started: float, limit: float, cpu: "_CpuMark") -> None:
         self.place, self.cpu_at_start = place, cpu
         self.at = started
         # Its own time cannot grow faster than the wall clock: before this it cannot have
@@ -1501,7 +1533,7 @@ class OwnTime:
 class _CpuMark:
     """The CPU time used in the container by other processes than this executor, at a moment."""
 
-    def __init__(self, place) -> None:
+    def __init__(self, place: "Place") -> None:
         self.place = place
         self.container, self.executor = place.cpu_seconds(None), sum(os.times()[:2])
 
@@ -1529,7 +1561,7 @@ def _task_state(task: str) -> bytes:
         return b""
 
 
-def _tasks_of(pids) -> list[str]:
+def _tasks_of(pids: Iterable[int]) -> list[str]:
     """The /proc folders of every task (process or thread) of these processes."""
     tasks = []
     for pid in pids:
@@ -1552,7 +1584,8 @@ WARM_UP_PROGRAMS = ("pass", "assert 1 == 2", "undefined_name")
 def _warm_up() -> None:
     null = os.open(os.devnull, os.O_WRONLY)
 
-    def open_null(fd: int, *args, **kwargs):  # for the program's traceback, meant for fd 2
+    # For the program's traceback, meant for fd 2.
+    def open_null(fd: int, *args: Any, **kwargs: Any) -> IO[str]:
         return open(null, *args, **kwargs)
 
     try:

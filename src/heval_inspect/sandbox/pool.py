@@ -68,7 +68,8 @@ async def _docker(*args: str, input: bytes | None = None) -> tuple[int, str, str
         stderr=asyncio.subprocess.PIPE,
     )
     stdout, stderr = await process.communicate(input)
-    return process.returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")
+    returncode = await process.wait()  # it has ended: its code, typed as one (never None)
+    return returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")
 
 
 # Requests waiting in each executor's input at once: while one program runs, the next is already

@@ -204,7 +204,8 @@ class FimEndpointFake(LocalServer):
             return self.models[name]
         if self.protocol == "mistral":
             raise Refused(400, {"object": "error", "message": f"Invalid model: {name}",
-                                "type": "invalid_model", "param": None, "code": "1500"})  # fmt: skip
+                                "type": "invalid_model", "param": None,
+                                "code": "1500"})  # fmt: skip
         if self.protocol == "openai":
             raise Refused(404, {"error": {"message": f"The model `{name}` does not exist",
                                           "type": "invalid_request_error",

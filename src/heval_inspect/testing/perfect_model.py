@@ -3,8 +3,8 @@
 Chat styles are rows of `CHAT_STYLES`, rendered by one function; a FIM answer is the canonical
 span, the family's first stop token and some garbage after it. `PerfectModelServer` serves both on
 127.0.0.1 over the HTTP APIs Inspect's providers speak (OpenAI chat completions, responses and
-completions, Anthropic messages), finding the task by the prompt it receives. Used by the tests and by
-benchmarks/perfect_model.py.
+completions, Anthropic messages), finding the task by the prompt it receives. Used by the tests
+and by benchmarks/perfect_model.py.
 """
 
 import hashlib
@@ -14,7 +14,7 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from ..prompts import FIM_FORMATS, FimFormat, chat_prompt, fim_prompt
 
@@ -366,7 +366,7 @@ class PerfectModelServer(LocalServer):
         return fim_answer((named or list(gap.families))[0], gap.middle)
 
 
-def _text(content) -> str:
+def _text(content: str | list[dict[str, Any]]) -> str:
     """A message's text, whether the API sent a string or a list of parts."""
     if isinstance(content, str):
         return content
@@ -398,11 +398,11 @@ def _message_events(message: dict) -> list[dict]:
     ]
 
 
-def _handler(server: PerfectModelServer):
+def _handler(server: PerfectModelServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, *args) -> None:  # keep test output clean
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             pass
 
         def do_GET(self) -> None:
