@@ -45,7 +45,7 @@ search (the p-value when SE is 0 and the difference is not) calls `intervals.p_v
 Run one replication at a time, Python's per-call overhead (and SciPy's, for one t quantile at a
 time) made a 1,000-replication table take hours on 2 cores.
 
-    python benchmarks/interval_coverage.py                     # 2000 reps a cell
+    python benchmarks/interval_coverage.py                     # 2000 reps a cell: ~20 min, 2 cores
     python benchmarks/interval_coverage.py --reps 200 --problems 5,10 --out coverage.md
 
 With R replications a cell's Monte-Carlo SE is sqrt(0.95 x 0.05 / R): 0.49 points at 2000, 0.69
