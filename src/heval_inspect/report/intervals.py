@@ -30,8 +30,11 @@ t quantile on those degrees of freedom:
 
 It stays inside [0, 1], is not of zero width at 0 or 1, and keeps its coverage with few problems,
 problems of very unequal numbers of tasks (multi-line infilling: 1 to 435 per problem) and rates
-near 0 or 1 (`benchmarks/interval_coverage.py`). A rate from fewer than two problems has no
-interval: one problem shows no spread to measure.
+near 0 or 1 with one epoch (`benchmarks/interval_coverage.py`). With several epochs it does not
+where a few problems' rare outcome decides the rate: the cap on n_eff counts each epoch as a
+trial, and a run that drew none of the rare problems gets too narrow an interval (measured, and
+a possible fix, in docs/benchmarks.md). A rate from fewer than two problems has no interval: one
+problem shows no spread to measure.
 
 Figures are sums of rounded shares, so a rate that is 0 or 1 can come out 1e-16 away, and an
 interval's end computed by the formula miss the figure it should meet by as much. A rate within
