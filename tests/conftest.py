@@ -2,6 +2,7 @@ import functools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import urllib.request
 from collections.abc import Callable
@@ -138,6 +139,14 @@ PREREQUISITES = (
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` has deselected what it deselects
+def pytest_configure(config):
+    # A shell starts a background job (`pytest &`, `nohup`) with Ctrl-C's signal ignored, and
+    # every process the tests start would inherit that: the tests that interrupt a run as a
+    # user's Ctrl-C does would see it ignored. Give the tests' processes a terminal's default.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_collection_modifyitems(config, items):
     # Only what the selected tests need is checked, once per group. A test that needs something
     # missing is skipped (a fresh machine passes the README's test command), and its group is
