@@ -138,7 +138,6 @@ PREREQUISITES = (
 )
 
 
-@pytest.hookimpl(trylast=True)  # after `-m` has deselected what it deselects
 def pytest_configure(config):
     # A shell starts a background job (`pytest &`, `nohup`) with Ctrl-C's signal ignored, and
     # every process the tests start would inherit that: the tests that interrupt a run as a
@@ -147,6 +146,7 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(trylast=True)  # after `-m` has deselected what it deselects
 def pytest_collection_modifyitems(config, items):
     # Only what the selected tests need is checked, once per group. A test that needs something
     # missing is skipped (a fresh machine passes the README's test command), and its group is
