@@ -824,8 +824,8 @@ WRITE_THROUGH_THE_HOST_CGROUPS = """
 import errno, glob, json, os, socket
 root, me = "/run/heval/host-cgroup", socket.gethostname()
 own = [path for path in glob.glob(f"{root}/**/*{me}*", recursive=True) if os.path.isdir(path)]
-counted = [path for path in glob.glob(f"{root}/**/*{me}*/cpu*.usage", recursive=True)
-           + glob.glob(f"{root}/**/*{me}*/cpu.stat", recursive=True)]
+counted = (glob.glob(f"{root}/**/*{me}*/cpu*.usage", recursive=True)
+           + glob.glob(f"{root}/**/*{me}*/cpu.stat", recursive=True))
 attempts = {}
 def attempt(what, action):
     try:
