@@ -278,6 +278,15 @@ CASES: dict[str, tuple[str, str | re.Pattern]] = {
         "CANONICAL",
         "timed out",
     ),
+    # Sleeping while its stderr pipe stays full, where the wait for the executor to drain it
+    # would be forgiven if the executor were held back (on an idle machine it is not).
+    "sleeps with its stderr pipe full, correct after 6 s": (
+        "    import posix, time\n    chunk = b'e' * (1 << 20)\n    start = time.monotonic()\n"
+        "    while time.monotonic() - start < 6:\n        posix.write(2, chunk)\n"
+        "        time.sleep(0.02)\n"
+        "CANONICAL",
+        "timed out",
+    ),
     # Leaving state behind for the next program: each probe after it must find none.
     "a deep directory tree": (
         WRONG + "import posix\nfor _ in range(5000):\n    posix.mkdir('d')\n    posix.chdir('d')\n",

@@ -121,6 +121,15 @@ def test_no_verdict_depends_on_machine_load(sandbox, runtime, busy_machine, tmp_
     )
     assert log.status == "success", log.error
     scores = {str(s.id): s.scores["unit_tests"].metadata for s in log.samples}
+    # Said before any check, so that a failure shows every program's times.
+    print(
+        f"{sandbox} {runtime}, {busy_machine} hogs: verdict, wall seconds, main process's CPU "
+        "seconds: "
+        + "; ".join(
+            f"{sample_id}: {score['verdict']}, {score['wall_seconds']}, {score['cpu_seconds']}"
+            for sample_id, score in sorted(scores.items())
+        )
+    )
     verdicts = {sample_id: score["verdict"] for sample_id, score in scores.items()}
     expected = {
         **{f"correct/{name}": "passed" for name in CORRECT},
@@ -128,7 +137,6 @@ def test_no_verdict_depends_on_machine_load(sandbox, runtime, busy_machine, tmp_
     }
     assert verdicts == expected
     walls = {sample_id: score["wall_seconds"] for sample_id, score in scores.items()}
-    print(f"{sandbox} {runtime}, {busy_machine} hogs: wall seconds {walls}")
     # The load was real: it held correct programs back, to at least twice their main process's
     # CPU time in wall-clock time.
     stretch = {

@@ -74,6 +74,7 @@ answer's `residue`; the pool replaces a container whose residue is not empty.
 import _signal
 import builtins
 import ctypes
+import fcntl
 import gc
 import importlib
 import io
@@ -233,6 +234,13 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")  # the unit of /proc/<pid>/stat's times
 # soon as it has more: a program writing a byte at a time costs the executor POLL_SECONDS'
 # worth of reads, not one read per byte.
 EAGER_READ_BYTES = 4096
+# The program's stderr pipe holds this much where the kernel allows it (Linux's unprivileged
+# maximum, fs.pipe-max-size), 64 KiB otherwise: a program that floods its stderr then makes the
+# executor drain it, and waits for that, 16 times less often.
+STDERR_PIPE_BYTES = 1 << 20
+# What a write may need free in a pipe to go in whole (PIPE_BUF): a read that brings the pipe's
+# size less this found it full enough to hold back a writer.
+PIPE_BUF = 4096
 # After its TimeoutException, how long a program that caught it may go on before it is killed
 # (the reference joins its worker for timeout + 1 s).
 KILL_AFTER_ALARM_SECONDS = 1.0
@@ -281,6 +289,13 @@ HOST_CGROUP_CPU = (
     ("{root}/system.slice/docker-{id}*.scope/cpu.stat", "usage_usec", 1e-6),
     ("{root}/*/docker/{id}*/cpuacct.usage", None, 1e-9),
     ("{root}/*/system.slice/docker-{id}*.scope/cpuacct.usage", None, 1e-9),
+)
+# The CPU time the whole host has used (the root of its cgroup hierarchy: v2, then v1), read under
+# gVisor to learn whether a CPU of the host was idle (see OwnTime).
+HOST_CPU = (
+    (f"{HOST_CGROUP}/cpu.stat", "usage_usec", 1e-6),
+    (f"{HOST_CGROUP}/cpuacct/cpuacct.usage", None, 1e-9),
+    (f"{HOST_CGROUP}/cpu,cpuacct/cpuacct.usage", None, 1e-9),
 )
 # How many tasks (processes and threads, zombies included) the container holds (v2, then v1).
 CGROUP_PIDS = (("/sys/fs/cgroup/pids.current", None), ("/sys/fs/cgroup/pids/pids.current", None))
@@ -373,7 +388,13 @@ def _program(request: dict[str, Any], nonce: str, errors_fd: int, place: "Place"
         open_errors = open  # the program's traceback goes to fd 2 through it (only if needed)
         sys.stdin = sys.stdout = sys.stderr = streams
         # A safety net only: the executor ends the program on its own time first (see run).
-        cpu = math.ceil(request["seconds"] + KILL_AFTER_ALARM_SECONDS) + 1
+        # gVisor's kernel counts a process's waits for the host's CPU as its CPU time, so on a
+        # busy host this limit would end correct programs there: it is the wall-clock backstop.
+        cpu = math.ceil(
+            request["seconds"] + KILL_AFTER_ALARM_SECONDS + 1
+            if place.run_delays
+            else request["wall_seconds"]
+        )
         for limit, value in (
             (resource.RLIMIT_CPU, (cpu, cpu + 1)),
             (resource.RLIMIT_AS, (request["memory_bytes"],) * 2),
@@ -948,6 +969,7 @@ class InContainer:
         # The container's own cgroup counters are absent under gVisor: its CPU time is read
         # where the host counts it (gVisor's own counts include waits for the host's CPU).
         self.host_cpu = Counter(_host_cgroup_cpu() if self.cpu.fd is None else [])
+        self.whole_host_cpu = Counter(HOST_CPU if self.host_cpu.fd is not None else [])
         self.tasks = Counter(CGROUP_PIDS)
         # gVisor's kernel has neither cgroup counters nor run delays: the CPU time and tasks of
         # the container's processes are read from /proc there instead.
@@ -1150,6 +1172,7 @@ class OnThisMachine:
 
     run_delays = os.path.exists("/proc/self/schedstat")
     cpu_counts_waits = False
+    whole_host_cpu = Counter([])
     reading_seconds = POLL_SECONDS
     reap_seconds = REAP_SECONDS
 
@@ -1202,9 +1225,11 @@ class Run:
         self.report = b""
         errors, errors_write = os.pipe()  # the program's file descriptor 2 (see _program)
         os.set_blocking(errors, False)
+        self.stderr_bytes = _enlarged(errors)
         self.streams = {errors: "stderr"}
         self.eager = {*self.streams, self.report_fds[0]}  # see EAGER_READ_BYTES
         self.stderr_tail = b""
+        self.stderr_full = False  # a read found it full since the program's time was last read
         self.main = 0
         self.clock: OwnTime | None = None  # from the program's start, which the warden tells
         self.main_status: int | None = None
@@ -1238,7 +1263,9 @@ class Run:
                 # Once its report is in, its verdict is: only its ending is left.
                 and _first_report(self.report) is None
             ):
-                own = self.clock.read(now, self.main, self.stderr_waiting())
+                own = self.clock.read(now, self.main, self.stderr_full)
+                if own is not None:
+                    self.stderr_full = False
             if own is not None:
                 if not self.alarmed and own >= request["seconds"]:
                     self._signal(self.main, signal.SIGALRM)
@@ -1280,11 +1307,6 @@ class Run:
         except ProcessLookupError:
             pass
 
-    def stderr_waiting(self) -> bool:
-        """Whether the program's stderr pipe held a whole page or more when last read: then
-        it may be waiting for this executor to drain it."""
-        return any(fd in self.eager for fd in self.streams)
-
     def _read_ready(self) -> None:
         """Wait up to a poll for something to read, and read it; pipes that last brought only a
         few bytes are read at this poll, not watched (see EAGER_READ_BYTES)."""
@@ -1310,7 +1332,9 @@ class Run:
 
     def _read(self, fd: int) -> None:
         try:
-            chunk = os.read(fd, 65536 if fd in self.streams else REPORT_BYTES - len(self.report))
+            chunk = os.read(
+                fd, self.stderr_bytes if fd in self.streams else REPORT_BYTES - len(self.report)
+            )
         except BlockingIOError:
             return
         if len(chunk) >= EAGER_READ_BYTES:
@@ -1325,6 +1349,7 @@ class Run:
             self.eager.discard(fd)
         else:
             self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
+            self.stderr_full = self.stderr_full or len(chunk) >= self.stderr_bytes - PIPE_BUF
 
     def _read_messages(self) -> None:
         """The warden's: the program's pid when it starts, its main process's wait status and CPU
@@ -1442,6 +1467,17 @@ def _close_all_but(*kept: int) -> None:
         os.closerange(low + 1, high)
 
 
+def _enlarged(pipe: int) -> int:
+    """Make the pipe STDERR_PIPE_BYTES large if the kernel allows it; its size."""
+    if not hasattr(fcntl, "F_SETPIPE_SZ"):  # not Linux (`-T sandbox=local` elsewhere)
+        return 65536
+    try:
+        fcntl.fcntl(pipe, fcntl.F_SETPIPE_SZ, STDERR_PIPE_BYTES)
+    except OSError:
+        pass  # a lower fs.pipe-max-size, or this user's pipe pages used up: as it was
+    return fcntl.fcntl(pipe, fcntl.F_GETPIPE_SZ)
+
+
 def _first_report(data: bytes) -> bytes | None:
     """The first whole report in what was read from the FIFO, or None."""
     if len(data) < 2:
@@ -1473,7 +1509,13 @@ class OwnTime:
     or for the executor, is not charged for their waits either. Where the kernel reports no run
     delays (gVisor's), an interval at whose end any of the program's tasks was running or
     waiting to run counts as the CPU time the container's processes used in it, and one at
-    whose end all of them slept counts whole.
+    whose end all of them slept counts whole, unless its stderr pipe was full enough that it
+    may have been waiting for this executor, whose waits for the host's CPU nothing there
+    reports: then the interval counts as the CPU time the whole container used in it (this
+    executor's work of draining the pipe included), and as no less than the CPU time the host
+    left idle in it, up to the whole interval (with a CPU of the host idle, the executor was not
+    held back, so the wait was the program's own: a program that sleeps while it keeps the pipe
+    full is charged its sleep, unless the host is busy; docs/sandbox.md, Timeouts).
 
     Waits that the program causes itself (its own processes or threads keeping the CPU busy, a
     lowered priority) are bounded by the CPU time of the container's processes, which `read`
@@ -1494,20 +1536,26 @@ class OwnTime:
         self.executor_delay = _run_delay("/proc/self")
         self.others = 0.0  # the CPU time of the container's other processes at the last reading
         self.one_cpu = 0.0  # that CPU time, at most one CPU's in each interval
+        self.container = 0.0  # the CPU time of the whole container at the last reading
+        # The host's CPU time at the last reading, and when it was read (gVisor: see above).
+        self.host = self._host_cpu() if not place.run_delays else (0.0, 0.0)
 
     def read(self, now: float, main: int, stderr_waiting: bool) -> float | None:
         """The program's time until `now`: its own time, or the CPU time the container's other
         processes than this executor used since it started (its processes and threads, and the
-        warden's work for it), whichever is more. None when it is not read yet."""
+        warden's work for it), whichever is more. None when it is not read yet. `stderr_waiting`:
+        a read of its stderr since the last reading found the pipe full enough to hold back a
+        writer (its size less PIPE_BUF)."""
         if now < self.next_reading:
             return None
         self.next_reading = now + self.place.reading_seconds
         interval, self.at = max(0.0, now - self.at), now
-        others = self.cpu_at_start.since(main)
+        container, others = self.cpu_at_start.since(main)
         # The CPU time the container's other processes used in the interval, at most one CPU's
         # (the container's; only ever more where it counts waits for a CPU: see above).
         used = min(interval, max(0.0, others - self.others))
-        self.others, self.one_cpu = others, self.one_cpu + used
+        container_used = min(interval, max(0.0, container - self.container))
+        self.others, self.one_cpu, self.container = others, self.one_cpu + used, container
         tasks = self.place.program_tasks(main)
         if self.place.run_delays:
             delays = {task: _run_delay(task) for task in tasks}
@@ -1523,24 +1571,46 @@ class OwnTime:
             # now may have begun in earlier intervals, which were counted whole: it comes off
             # the sum so far, not off this interval alone.
             self.seconds = max(0.0, self.seconds + interval - waited)
-        elif any(_task_state(task) == b"R" for task in tasks):
-            self.seconds += used
         else:
-            self.seconds += interval
+            (host, host_at), self.host = self.host, self._host_cpu()
+            if any(_task_state(task) == b"R" for task in tasks):
+                self.seconds += used
+            elif stderr_waiting:
+                # The host's CPUs left idle, on average, since the last reading. Without the
+                # host's count, none are taken to be: load cannot make a program time out.
+                idle = 0.0
+                if self.place.whole_host_cpu.fd is not None and self.host[1] > host_at:
+                    idle = CPUS - (self.host[0] - host) / (self.host[1] - host_at)
+                self.seconds += max(container_used, interval * min(1.0, idle))
+            else:
+                self.seconds += interval
         return max(self.seconds, self.one_cpu if self.place.cpu_counts_waits else others)
+
+    def _host_cpu(self) -> tuple[float, float]:
+        """The host's CPU time, and when it was read: each reading is timed on its own, as
+        the executor may wait for a CPU between its readings of different counters."""
+        return self.place.whole_host_cpu.read(), time.monotonic()
 
 
 class _CpuMark:
-    """The CPU time used in the container by other processes than this executor, at a moment."""
+    """The CPU time used in the container, and by its other processes than this executor, at a
+    moment."""
 
     def __init__(self, place: "Place") -> None:
         self.place = place
         self.container, self.executor = place.cpu_seconds(None), sum(os.times()[:2])
 
-    def since(self, main: int) -> float:
-        """The CPU time they used since then."""
-        executor = sum(os.times()[:2]) - self.executor
-        return self.place.cpu_seconds(main) - self.container - executor
+    def since(self, main: int) -> tuple[float, float]:
+        """The CPU time the container used since then, and the part of it its other processes
+        than this executor used. Under gVisor that part is all of it: gVisor's kernel counts the
+        executor's waits for the host's CPU as its CPU time, so taking that off the container's
+        real CPU time (the host's count) would leave too little on a busy host (even less than
+        nothing). On an idle machine the executor's work (its readings, draining the program's
+        output) shares the container's one CPU with the program, and adds to the program's
+        wall-clock time as much."""
+        executor = sum(os.times()[:2]) - self.executor if self.place.run_delays else 0.0
+        container = self.place.cpu_seconds(main) - self.container
+        return container, container - executor
 
 
 def _run_delay(task: str) -> float:
