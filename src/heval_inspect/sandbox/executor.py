@@ -290,13 +290,6 @@ HOST_CGROUP_CPU = (
     ("{root}/*/docker/{id}*/cpuacct.usage", None, 1e-9),
     ("{root}/*/system.slice/docker-{id}*.scope/cpuacct.usage", None, 1e-9),
 )
-# The CPU time the whole host has used (the root of its cgroup hierarchy: v2, then v1), read under
-# gVisor to learn whether a CPU of the host was idle (see OwnTime).
-HOST_CPU = (
-    (f"{HOST_CGROUP}/cpu.stat", "usage_usec", 1e-6),
-    (f"{HOST_CGROUP}/cpuacct/cpuacct.usage", None, 1e-9),
-    (f"{HOST_CGROUP}/cpu,cpuacct/cpuacct.usage", None, 1e-9),
-)
 # How many tasks (processes and threads, zombies included) the container holds (v2, then v1).
 CGROUP_PIDS = (("/sys/fs/cgroup/pids.current", None), ("/sys/fs/cgroup/pids/pids.current", None))
 # How many processes of the container the kernel's out-of-memory killer has killed (v2, then v1).
@@ -750,7 +743,7 @@ def _end_as_killer(program_uid: int, own: set[int] | None) -> None:
         own = own | {os.getpid()}
         for _ in range(STOP_ROUNDS):
             _LIBC.kill(-1, signal.SIGSTOP)
-            if all(_task_state(f"/proc/{pid}") in STOPPED for pid in _others(own)):
+            if all(_task_stat(f"/proc/{pid}")[0] in STOPPED for pid in _others(own)):
                 break
     _LIBC.kill(-1, signal.SIGKILL)
 
@@ -969,7 +962,6 @@ class InContainer:
         # The container's own cgroup counters are absent under gVisor: its CPU time is read
         # where the host counts it (gVisor's own counts include waits for the host's CPU).
         self.host_cpu = Counter(_host_cgroup_cpu() if self.cpu.fd is None else [])
-        self.whole_host_cpu = Counter(HOST_CPU if self.host_cpu.fd is not None else [])
         self.tasks = Counter(CGROUP_PIDS)
         # gVisor's kernel has neither cgroup counters nor run delays: the CPU time and tasks of
         # the container's processes are read from /proc there instead.
@@ -1172,7 +1164,6 @@ class OnThisMachine:
 
     run_delays = os.path.exists("/proc/self/schedstat")
     cpu_counts_waits = False
-    whole_host_cpu = Counter([])
     reading_seconds = POLL_SECONDS
     reap_seconds = REAP_SECONDS
 
@@ -1510,12 +1501,12 @@ class OwnTime:
     delays (gVisor's), an interval at whose end any of the program's tasks was running or
     waiting to run counts as the CPU time the container's processes used in it, and one at
     whose end all of them slept counts whole, unless its stderr pipe was full enough that it
-    may have been waiting for this executor, whose waits for the host's CPU nothing there
-    reports: then the interval counts as the CPU time the whole container used in it (this
-    executor's work of draining the pipe included), and as no less than the CPU time the host
-    left idle in it, up to the whole interval (with a CPU of the host idle, the executor was not
-    held back, so the wait was the program's own: a program that sleeps while it keeps the pipe
-    full is charged its sleep, unless the host is busy; docs/sandbox.md, Timeouts).
+    may have been waiting for this executor: then it counts whole less the waits for the host's
+    CPU of this executor and the program's tasks in it, which gVisor's kernel counts as their
+    CPU time (so what their counts grew by beyond the whole container's real CPU time, the
+    host's count, was waiting), and no less than the container's CPU time in it. A program
+    that sleeps with its pipe full is charged its sleep: asleep, it does not wait for a CPU, and
+    the executor, with little to drain, hardly does.
 
     Waits that the program causes itself (its own processes or threads keeping the CPU busy, a
     lowered priority) are bounded by the CPU time of the container's processes, which `read`
@@ -1537,8 +1528,10 @@ class OwnTime:
         self.others = 0.0  # the CPU time of the container's other processes at the last reading
         self.one_cpu = 0.0  # that CPU time, at most one CPU's in each interval
         self.container = 0.0  # the CPU time of the whole container at the last reading
-        # The host's CPU time at the last reading, and when it was read (gVisor: see above).
-        self.host = self._host_cpu() if not place.run_delays else (0.0, 0.0)
+        # Under gVisor: this executor's CPU time, and each of the program's tasks', at the last
+        # reading (gVisor's counts, waits for the host's CPU included).
+        self.executor = sum(os.times()[:2])
+        self.task_seconds: dict[str, float] = {}
 
     def read(self, now: float, main: int, stderr_waiting: bool) -> float | None:
         """The program's time until `now`: its own time, or the CPU time the container's other
@@ -1572,24 +1565,29 @@ class OwnTime:
             # the sum so far, not off this interval alone.
             self.seconds = max(0.0, self.seconds + interval - waited)
         else:
-            (host, host_at), self.host = self.host, self._host_cpu()
-            if any(_task_state(task) == b"R" for task in tasks):
+            executor, self.executor = self.executor, sum(os.times()[:2])
+            stats = {task: _task_stat(task) for task in tasks}
+            seconds = {task: task_seconds for task, (_, task_seconds) in stats.items()}
+            grew = (
+                self.executor
+                - executor
+                + sum(
+                    now_seconds - self.task_seconds.get(task, 0.0)
+                    for task, now_seconds in seconds.items()
+                )
+            )
+            self.task_seconds = seconds
+            if any(state == b"R" for state, _ in stats.values()):
                 self.seconds += used
             elif stderr_waiting:
-                # The host's CPUs left idle, on average, since the last reading. Without the
-                # host's count, none are taken to be: load cannot make a program time out.
-                idle = 0.0
-                if self.place.whole_host_cpu.fd is not None and self.host[1] > host_at:
-                    idle = CPUS - (self.host[0] - host) / (self.host[1] - host_at)
-                self.seconds += max(container_used, interval * min(1.0, idle))
+                # What gVisor's counts of the program's tasks and this executor grew by beyond
+                # the whole container's real CPU time (the host's count) was waiting for the
+                # host's CPU, at least.
+                waited = max(0.0, grew - container_used)
+                self.seconds += max(container_used, interval - waited)
             else:
                 self.seconds += interval
         return max(self.seconds, self.one_cpu if self.place.cpu_counts_waits else others)
-
-    def _host_cpu(self) -> tuple[float, float]:
-        """The host's CPU time, and when it was read: each reading is timed on its own, as
-        the executor may wait for a CPU between its readings of different counters."""
-        return self.place.whole_host_cpu.read(), time.monotonic()
 
 
 class _CpuMark:
@@ -1622,13 +1620,15 @@ def _run_delay(task: str) -> float:
         return 0.0
 
 
-def _task_state(task: str) -> bytes:
-    """The task's state (R: running or waiting to run; S, D: asleep; ...); b"" if gone."""
+def _task_stat(task: str) -> tuple[bytes, float]:
+    """The task's state (R: running or waiting to run; S, D: asleep; ...; b"" if gone) and its
+    CPU time in seconds (0 if gone)."""
     try:
         with open(f"{task}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return b""
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return fields[0], (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return b"", 0.0
 
 
 def _tasks_of(pids: Iterable[int]) -> list[str]:
