@@ -32,7 +32,7 @@ from pathlib import Path
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from .sandbox import COMPOSE_FILE
-from .sandbox.pool import (
+from .sandbox.capacity import (
     POOL_SIZE_ENV,
     container_share,
     containers_the_machine_holds,
