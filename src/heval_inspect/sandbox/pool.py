@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import uuid
 from typing import Any, ClassVar
 
@@ -35,7 +34,7 @@ from inspect_ai.util import (
     sandboxenv,
 )
 
-from ..errors import DockerUnavailableError, SandboxStartError
+from ..errors import SandboxStartError
 from ..schema import Execution, executor_lost
 from . import (
     EXECUTOR_SOURCE,
@@ -45,6 +44,7 @@ from . import (
     sandbox_compose_file,
 )
 from .capacity import container_share, file_table, pool_size
+from .docker_cli import check_docker, docker, last_line
 from .provenance import sandbox_provenance
 
 logger = logging.getLogger(__name__)
@@ -52,19 +52,6 @@ logger = logging.getLogger(__name__)
 PROJECT_PREFIX = "heval-pool-"
 BUILD_PROJECT = "heval-inspect-sandbox"
 SERVICE = "default"
-
-
-async def _docker(*args: str, input: bytes | None = None) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        "docker",
-        *args,
-        stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await process.communicate(input)
-    returncode = await process.wait()  # it has ended: its code, typed as one (never None)
-    return returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")
 
 
 # Requests waiting in each executor's input at once: while one program runs, the next is already
@@ -204,11 +191,11 @@ class Pool:
         # project, so a new name each run would give the same image a new id each run (the
         # id the log's provenance records).
         build = ["compose", "-p", BUILD_PROJECT, "-f", self.compose_file, "build"]
-        code, _, error = await _docker(*build)
+        code, _, error = await docker(*build)
         if code != 0:
             raise SandboxStartError(
                 f"The sandbox image could not be built (`docker compose build`: "
-                f"{_last_line(error)}). Its base image is "
+                f"{last_line(error)}). Its base image is "
                 f"{sandbox_provenance('pool')['base_image']}: make that one Docker has or can "
                 f"pull, or name another with HEVAL_SANDBOX_BASE_IMAGE, then run again."
             )
@@ -259,7 +246,7 @@ class Pool:
                 return  # done already, since that generation's answer
             await executor.stop()
             async with self.replacing:
-                await _docker("rm", "-f", executor.container)
+                await docker("rm", "-f", executor.container)
                 executor.container = (await self.start_containers())[0]
             logger.info(
                 "heval_pool: replaced sandbox container %s: %s", executor.container[:12], why
@@ -270,15 +257,15 @@ class Pool:
         """Bring the pool back to its size; the ids of the containers that were started."""
         known = {executor.container for executor in self.executors}
         command = ("up", "-d", "--no-recreate", "--scale", f"{SERVICE}={self.size}")
-        code, _, error = await _docker(*self.compose(*command))
+        code, _, error = await docker(*self.compose(*command))
         if code != 0:
             raise SandboxStartError(
                 f"The sandbox's containers could not be started (`docker compose up`: "
-                f"{_last_line(error)}). Fix what Docker says, then run again (their runtime: "
+                f"{last_line(error)}). Fix what Docker says, then run again (their runtime: "
                 f"{os.environ.get(RUNTIME_VARIABLE) or 'runc'}, which {RUNTIME_VARIABLE} sets, "
                 f"runc if unset; `docker info` lists the runtimes Docker knows)."
             )
-        code, ids, error = await _docker(*self.compose("ps", "-q", SERVICE))
+        code, ids, error = await docker(*self.compose("ps", "-q", SERVICE))
         if code != 0 or len(ids.split()) != self.size:
             raise SandboxFailure(f"The sandbox pool did not start {self.size} containers: {error}")
         return [container for container in ids.split() if container not in known]
@@ -286,21 +273,14 @@ class Pool:
     async def stop(self) -> None:
         for executor in self.executors:
             await executor.stop()
-        await _docker(*self.compose("down", "--timeout", "1"))
-
-
-def _last_line(output: str) -> str:
-    """What docker says went wrong: the last line of its stderr (the lines before are its
-    progress)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return lines[-1] if lines else "it said nothing"
+        await docker(*self.compose("down", "--timeout", "1"))
 
 
 async def remove_dead_pools() -> list[str]:
     """Remove the pools on this engine whose every container has stopped: those of eval
     processes killed without cleaning up, whose executors stopped their containers (see
     executor.main). A live pool's containers run. The names of the pools removed."""
-    code, listing, _ = await _docker("compose", "ls", "-a", "--format", "json")
+    code, listing, _ = await docker("compose", "ls", "-a", "--format", "json")
     if code != 0:
         return []
     dead = [
@@ -311,39 +291,14 @@ async def remove_dead_pools() -> list[str]:
         and re.fullmatch(r"exited\(\d+\)", project["Status"])
     ]
     for name in dead:
-        await _docker("compose", "-p", name, "down", "--timeout", "1")
+        await docker("compose", "-p", name, "down", "--timeout", "1")
         logger.info("heval_pool: removed the stopped sandbox pool %s", name)
     return dead
 
 
-async def _check_docker() -> int | None:
-    """Before any sample runs (so before any model is called): is there an engine to run on?
-    Its machine's memory, in bytes."""
-    if shutil.which("docker") is None:
-        raise DockerUnavailableError(
-            "Docker is not installed, and the sandbox runs every program in a Docker container: "
-            "install Docker Engine 24 or newer with the compose v2 plugin "
-            "(https://docs.docker.com/engine/install/), then run the eval again."
-        )
-    code, memory, error = await _docker("info", "--format", "{{.MemTotal}}")
-    if code != 0:
-        raise DockerUnavailableError(
-            "Docker is not running, and the sandbox runs every program in a Docker container: "
-            "start the engine (e.g. `sudo systemctl start docker`, or Docker Desktop) until "
-            f"`docker info` works, then run the eval again. docker said: {error.strip()}"
-        )
-    code, _, _ = await _docker("compose", "version")
-    if code != 0:
-        raise DockerUnavailableError(
-            "The docker compose v2 plugin is missing (`docker compose version` fails): install "
-            "it (https://docs.docker.com/compose/install/), then run the eval again."
-        )
-    return int(memory) if memory.strip().isdigit() else None
-
-
 async def new_pool(compose_file: str) -> Pool:
     """A pool of the compose file's service, as many containers as `pool_size` says; not started."""
-    machine_memory = await _check_docker()
+    machine_memory = await check_docker()
     size = pool_size(machine_memory, file_table(), container_share(compose_file))
     return Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], compose_file, size)
 
@@ -361,7 +316,7 @@ class PoolSandboxEnvironment(SandboxEnvironment):
     @classmethod
     async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
         if str(config) in cls.pools:
-            await _check_docker()
+            await check_docker()
             return
         pool = cls.pools[str(config)] = await new_pool(str(config))
         await pool.start(EXECUTOR_SOURCE)
@@ -392,10 +347,10 @@ class PoolSandboxEnvironment(SandboxEnvironment):
 
     @classmethod
     async def cli_cleanup(cls, id: str | None) -> None:
-        _, projects, _ = await _docker("compose", "ls", "-a", "-q")
+        _, projects, _ = await docker("compose", "ls", "-a", "-q")
         for project in projects.split():
             if project.startswith(PROJECT_PREFIX) and (id is None or project == id):
-                await _docker("compose", "-p", project, "down", "--timeout", "1")
+                await docker("compose", "-p", project, "down", "--timeout", "1")
 
     async def run_program(self, request: dict, timeout: float) -> Execution:
         return await self.pool.run(request, timeout)
