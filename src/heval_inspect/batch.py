@@ -61,7 +61,7 @@ from .errors import Interrupted, TaskArgumentError
 from .inspect_internals import EvalRecorder, log_compression_in_one_thread
 from .metrics import HEADLINE_STDERR
 from .parallel import logs_by_run
-from .sandbox.pool import standalone_pool
+from .sandbox.pool_sandbox import standalone_pool
 from .schema import PASSED, RUN_KEY, SCORER, figures_of
 from .scorer import score_middle
 from .shard import Shard, parse_shard
