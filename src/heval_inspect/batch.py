@@ -60,7 +60,7 @@ from .data import problem_for, read_completions
 from .errors import Interrupted, TaskArgumentError
 from .inspect_internals import EvalRecorder, log_compression_in_one_thread
 from .metrics import HEADLINE_STDERR
-from .parallel import logs_by_run
+from .run_logs import logs_by_run
 from .sandbox.pool_sandbox import standalone_pool
 from .schema import PASSED, RUN_KEY, SCORER, figures_of
 from .scorer import score_middle

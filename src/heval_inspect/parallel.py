@@ -29,8 +29,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog
 
+from .run_logs import logs_of_run
 from .sandbox import COMPOSE_FILE
 from .sandbox.capacity import (
     POOL_SIZE_ENV,
@@ -157,25 +158,6 @@ def log_dir_of(command: list[str]) -> str:
         if arg.startswith("--log-dir="):
             return arg.split("=", 1)[1]
     return os.environ.get("INSPECT_LOG_DIR", "logs")
-
-
-def logs_of_run(log_dir: str, key: str) -> list[tuple[str, EvalLog]]:
-    """The logs in `log_dir` (not its subfolders) that record the run `key` (`heval_run`), each
-    with its header."""
-    return logs_by_run(log_dir).get(key, [])
-
-
-def logs_by_run(log_dir: str) -> dict[str, list[tuple[str, EvalLog]]]:
-    """The logs in `log_dir` (not its subfolders) that record a run (`heval_run`), each with its
-    header, by run: one pass over the folder for a command that looks up many runs."""
-    if "://" not in log_dir and not Path(log_dir).is_dir():
-        return {}
-    found: dict[str, list[tuple[str, EvalLog]]] = {}
-    for info in list_eval_logs(log_dir, recursive=False):
-        header = read_eval_log(info.name, header_only=True)
-        if key := (header.eval.metadata or {}).get(RUN_KEY):
-            found.setdefault(key, []).append((info.name, header))
-    return found
 
 
 def finished_shards(log_dir: str, key: str, shards: int) -> dict[int, str]:
