@@ -1,6 +1,6 @@
 """The names heval_inspect takes from Inspect's private modules (inspect_internals.py) still do
 what the package relies on: these fail loudly when an Inspect release moves or changes them.
-EvalRecorder is held to it by tests/test_batch.py: the log it writes is the one `inspect eval`
+EvalRecorder is held to it by tests/test_score.py: the log it writes is the one `inspect eval`
 writes, field by field (CI runs it with the lowest Inspect too)."""
 
 import io

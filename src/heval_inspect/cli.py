@@ -10,13 +10,13 @@ from typing import Any
 
 import yaml
 
-from .batch import SAMPLES_PER_LOG, score_completions
 from .errors import Interrupted
 from .export import export_results
 from .host import usable_cores
 from .inspect_internals import PrerequisiteError
 from .parallel import run_parallel
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
+from .score import SAMPLES_PER_LOG, score_completions
 
 
 def main(argv: list[str] | None = None) -> int:

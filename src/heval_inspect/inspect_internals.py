@@ -13,7 +13,7 @@ fails loudly when either of these stops behaving as relied on here.
 - LocalSandboxEnvironment: the class of Inspect's `local` sandbox, which the scorer must tell
   apart from a container to run its executor directly (sandbox/execution.py).
 - EvalRecorder: the writer `inspect eval` writes its .eval logs with, a sample at a time, flushed
-  to the file as it goes (batch.py; besides its methods, batch.py reaches its open file, as
+  to the file as it goes (score.py; besides its methods, score.py reaches its open file, as
   `data[_log_file_key(eval)]`, to move samples into the working copy without copying the whole
   log each time). Inspect's public `write_eval_log` writes a whole EvalLog held in memory, and
   its time grows with the square of the samples (it looks for an earlier copy of each sample
