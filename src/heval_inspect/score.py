@@ -58,7 +58,7 @@ from inspect_ai.scorer import Score
 
 from .data import problem_for, read_completions
 from .errors import Interrupted, TaskArgumentError
-from .inspect_internals import EvalRecorder, log_compression_in_one_thread
+from .inspect_internals import EvalRecorder, log_compression_in_one_thread, open_log_file
 from .metrics import HEADLINE_STDERR
 from .run_logs import logs_by_run
 from .sandbox.pool_sandbox import standalone_pool
@@ -311,7 +311,7 @@ class Writer:
 
     def __init__(self, recorder: EvalRecorder, log: EvalLog) -> None:
         self.recorder, self.log = recorder, log
-        self.file = recorder.data[recorder._log_file_key(log.eval)]
+        self.file = open_log_file(recorder, log.eval)
         self.scores: list[EvalSample] = []
         self.done: set[tuple[str, int]] = set()
         self.flush_at = FLUSH_SAMPLES
