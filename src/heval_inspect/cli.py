@@ -151,7 +151,8 @@ def _add_report(commands: "argparse._SubParsersAction[argparse.ArgumentParser]")
 
 
 def _add_score(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """`heval-inspect score`: a completion file scored without Inspect's sample loop."""
+    """`heval-inspect score`: a completion file scored without Inspect's sample loop. (Long
+    only as a list is: one add_argument per option, each with its help.)"""
     score = commands.add_parser(
         "score",
         help="score a completion file made elsewhere, as `inspect eval TASK -T samples=FILE`, "
