@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.solver import Generate, TaskState, solver
 
+from heval_inspect.inspect_internals import PrerequisiteError
 from heval_inspect.sandbox import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER
 from heval_inspect.sandbox.executor import PROGRAM_UID_BASE
 from heval_inspect.sandbox.pool import PROJECT_PREFIX
