@@ -22,7 +22,7 @@ import time
 
 from throughput import machine_cpu_seconds  # this folder's: the same measure as its runs
 
-from heval_inspect.sandbox.pool import standalone_pool
+from heval_inspect.sandbox.pool_sandbox import standalone_pool
 
 PROGRAM = "def check(candidate):\n    pass\n\ncheck(None)\n"
 REQUEST = {

@@ -238,7 +238,7 @@ def sharded(command: list[str], shards: int) -> list[tuple[list[str], dict[str, 
     """The shard processes `heval-inspect parallel` would start for a command (one: unsharded)."""
     from heval_inspect.host import usable_cores
     from heval_inspect.parallel import pool_sizes, shard_commands
-    from heval_inspect.sandbox.pool import POOL_SIZE_ENV
+    from heval_inspect.sandbox.capacity import POOL_SIZE_ENV
 
     if shards == 1:
         return [(command, {})]

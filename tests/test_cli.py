@@ -218,16 +218,16 @@ def test_ctrl_c_inside_an_import_that_wraps_it_is_one_line():
 # before any program runs (the pool's start, Inspect's header of the log).
 INTERRUPTED_IN = """
 import asyncio, os, signal, sys
-import heval_inspect.batch as batch
+import heval_inspect.score as score
 from heval_inspect.cli import main
 
-step = getattr(batch, sys.argv[1])
+step = getattr(score, sys.argv[1])
 
 async def interrupted(*args, **kwargs):
     asyncio.get_running_loop().call_later(0.3, os.kill, os.getpid(), signal.SIGINT)
     return await step(*args, **kwargs)
 
-setattr(batch, sys.argv[1], interrupted)
+setattr(score, sys.argv[1], interrupted)
 sys.exit(main(sys.argv[2:]))
 """
 

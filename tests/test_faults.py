@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.log import list_eval_logs, read_eval_log
 from inspect_ai.solver import Generate, TaskState, solver
 
+from heval_inspect.inspect_internals import PrerequisiteError
 from heval_inspect.sandbox import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER
 from heval_inspect.sandbox.executor import PROGRAM_UID_BASE
 from heval_inspect.sandbox.pool import PROJECT_PREFIX
@@ -239,7 +239,8 @@ def test_an_executor_lost_in_the_docker_sandbox_is_a_verdict_not_a_sample_error(
 
 
 # With more than one sample at a time, the next program waits in the executor's input while the
-# first runs (pool.PIPELINE_DEPTH): it must not run in the container the first left unclean.
+# first runs (executor_client.PIPELINE_DEPTH): it must not run in the container the first left
+# unclean.
 @pytest.mark.parametrize("max_samples", [1, 3], ids=["one at a time", "the next one waiting"])
 def test_residue_the_executor_cannot_remove_gets_the_container_replaced(
     max_samples, tmp_path, monkeypatch, another_runs_pool

@@ -1,8 +1,9 @@
 """The names heval_inspect takes from Inspect's private modules (inspect_internals.py) still do
 what the package relies on: these fail loudly when an Inspect release moves or changes them.
-EvalRecorder is held to it by tests/test_batch.py: the log it writes is the one `inspect eval`
+EvalRecorder is held to it by tests/test_score.py: the log it writes is the one `inspect eval`
 writes, field by field (CI runs it with the lowest Inspect too)."""
 
+import asyncio
 import io
 import os
 import subprocess
@@ -11,16 +12,21 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import match
 from inspect_ai.util import SandboxEnvironment
 
 from heval_inspect import humaneval, reference
 from heval_inspect.errors import DataError, TaskArgumentError
 from heval_inspect.inspect_internals import (
+    EvalRecorder,
     LocalSandboxEnvironment,
     PrerequisiteError,
     inspect_zipfile,
     log_compression_in_one_thread,
+    open_log_file,
 )
 
 
@@ -70,3 +76,19 @@ def test_log_entries_are_compressed_in_the_writing_thread_once_asked(monkeypatch
     assert threads_started_while_an_entry_is_written()  # Inspect's default: a pool per entry
     log_compression_in_one_thread()
     assert not threads_started_while_an_entry_is_written()
+
+
+def test_a_recorders_open_log_file_takes_the_samples_given_so_far(tmp_path):
+    [header] = inspect_eval(
+        Task(dataset=[Sample(input="2 + 2", target="4")], scorer=match()),
+        model="none", limit=0, log_dir=str(tmp_path / "header"), display="none",
+    )  # fmt: skip
+    recorder = EvalRecorder(str(tmp_path))
+
+    async def write() -> None:
+        await recorder.log_init(header.eval, str(tmp_path / "log.eval"), clean=True)
+        await recorder.log_start(header.eval, header.plan)
+        file = open_log_file(recorder, header.eval)
+        await file.write_buffered_samples()  # what score.py's writer calls on it
+
+    asyncio.run(write())

@@ -190,7 +190,7 @@ def test_a_bad_range_is_refused(run, capsys):
 
 def test_one_container_takes_the_compose_files_memory_and_open_files():
     from heval_inspect.sandbox import COMPOSE_FILE
-    from heval_inspect.sandbox.pool import container_share
+    from heval_inspect.sandbox.capacity import container_share
 
     # compose.yaml: mem_limit 1792m, 256 open files per process; the programs' 64 tasks (the
     # kernel's count of their uid) and the container's own 8 processes.
@@ -211,15 +211,15 @@ CONTAINER = {"memory": 1792 << 20, "files": 64 * 256}
     ],
 )
 def test_a_pool_takes_at_most_half_the_machine(cpus, memory, files, size, monkeypatch):
-    from heval_inspect.sandbox.pool import pool_size
+    from heval_inspect.sandbox.capacity import pool_size
 
     monkeypatch.delenv("HEVAL_POOL_SIZE", raising=False)
-    monkeypatch.setattr("heval_inspect.sandbox.pool.usable_cores", lambda: cpus)
+    monkeypatch.setattr("heval_inspect.sandbox.capacity.usable_cores", lambda: cpus)
     assert pool_size(memory, files, CONTAINER) == size
 
 
 def test_a_pool_larger_than_half_the_machine_is_refused(monkeypatch):
-    from heval_inspect.sandbox.pool import pool_size
+    from heval_inspect.sandbox.capacity import pool_size
 
     monkeypatch.setenv("HEVAL_POOL_SIZE", "7")
     with pytest.raises(ValueError, match=r"HEVAL_POOL_SIZE=7: .* use at most 6\."):
@@ -230,7 +230,7 @@ def test_a_pool_larger_than_half_the_machine_is_refused(monkeypatch):
 
 def test_shards_together_get_no_more_containers_than_the_machine_holds(tmp_path, capsys):
     from heval_inspect.sandbox import COMPOSE_FILE
-    from heval_inspect.sandbox.pool import (
+    from heval_inspect.sandbox.capacity import (
         container_share,
         containers_the_machine_holds,
         file_table,

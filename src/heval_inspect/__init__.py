@@ -8,7 +8,7 @@ heval_pool sandbox and the model providers of the FIM endpoints that take a suff
 from .fim_endpoints import FimRequest
 from .metrics import KTooLargeWarning, humaneval_metrics
 from .provenance import SandboxImages
-from .sandbox.pool import PoolSandboxEnvironment  # noqa: F401  (registers the heval_pool sandbox)
+from .sandbox.pool_sandbox import PoolSandboxEnvironment  # noqa: F401  (registers heval_pool)
 from .scorer import unit_tests
 from .solvers import infill_chat, infill_fim, reference, replay
 from .suffix_solvers import infill, infill_suffix

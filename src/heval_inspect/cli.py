@@ -10,13 +10,13 @@ from typing import Any
 
 import yaml
 
-from .batch import SAMPLES_PER_LOG, score_completions
 from .errors import Interrupted
 from .export import export_results
 from .host import usable_cores
 from .inspect_internals import PrerequisiteError
 from .parallel import run_parallel
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
+from .score import SAMPLES_PER_LOG, score_completions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +50,15 @@ def parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"%(prog)s {version('heval-inspect')}"
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_export(commands)
+    _add_parallel(commands)
+    _add_report(commands)
+    _add_score(commands)
+    return parser
+
+
+def _add_export(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`heval-inspect export`: the reference harness's results file of a log."""
     export = commands.add_parser(
         "export",
         help="write the reference harness's results file (task_id, completion, result, passed) "
@@ -74,6 +83,10 @@ def parser() -> argparse.ArgumentParser:
         help="where to write (default: <samples>_results.jsonl, or <log>_results.jsonl beside "
         "the log when the rows come from the log)",
     )
+
+
+def _add_parallel(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`heval-inspect parallel`: an `inspect eval` command as n shard processes."""
     parallel = commands.add_parser(
         "parallel",
         help="run an `inspect eval` command as n shard processes on this machine, and wait",
@@ -106,6 +119,10 @@ def parser() -> argparse.ArgumentParser:
         nargs=argparse.REMAINDER,
         help="after --: the inspect eval command, without -T shard",
     )
+
+
+def _add_report(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`heval-inspect report`: the comparison of runs from their logs."""
     report = commands.add_parser(
         "report",
         help="compare runs: results with 95%% intervals, paired differences, failure kinds, plots",
@@ -131,6 +148,11 @@ def parser() -> argparse.ArgumentParser:
         metavar="MODEL",
         help="compare every run with this one (a run's name or model); default: every pair",
     )
+
+
+def _add_score(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """`heval-inspect score`: a completion file scored without Inspect's sample loop. (Long
+    only as a list is: one add_argument per option, each with its help.)"""
     score = commands.add_parser(
         "score",
         help="score a completion file made elsewhere, as `inspect eval TASK -T samples=FILE`, "
@@ -191,7 +213,6 @@ def parser() -> argparse.ArgumentParser:
         help="none: no progress lines (the others, as `heval-inspect parallel` passes, print "
         "them; default: plain)",
     )
-    return parser
 
 
 def _command(args: argparse.Namespace) -> int:

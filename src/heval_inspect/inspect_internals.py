@@ -13,9 +13,9 @@ fails loudly when either of these stops behaving as relied on here.
 - LocalSandboxEnvironment: the class of Inspect's `local` sandbox, which the scorer must tell
   apart from a container to run its executor directly (sandbox/execution.py).
 - EvalRecorder: the writer `inspect eval` writes its .eval logs with, a sample at a time, flushed
-  to the file as it goes (batch.py; besides its methods, batch.py reaches its open file, as
-  `data[_log_file_key(eval)]`, to move samples into the working copy without copying the whole
-  log each time). Inspect's public `write_eval_log` writes a whole EvalLog held in memory, and
+  to the file as it goes (score.py; besides its methods, score.py reaches its open file, through
+  `open_log_file`, to move samples into the working copy without copying the whole log each
+  time). Inspect's public `write_eval_log` writes a whole EvalLog held in memory, and
   its time grows with the square of the samples (it looks for an earlier copy of each sample
   among all those before it): 16 s for 4,000 samples here, against about 5 ms per sample for
   the programs themselves.
@@ -34,9 +34,11 @@ from inspect_ai._util.error import (
     # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     PrerequisiteError,
 )
+from inspect_ai.log import EvalSpec
 from inspect_ai.log._recorders.eval import (
     # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
     EvalRecorder,
+    ZipLogFile,
 )
 from inspect_ai.solver._chain import (
     # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
@@ -58,10 +60,18 @@ def log_compression_in_one_thread() -> None:
         inspect_zipfile._ZSTD_THREADS = 0
 
 
+def open_log_file(recorder: EvalRecorder, eval: EvalSpec) -> ZipLogFile:
+    """The recorder's open file of the log of `eval` (after its `log_init`): the working copy
+    that `write_buffered_samples` moves the samples given so far into, without writing the
+    whole log to its file as `flush` does."""
+    return recorder.data[recorder._log_file_key(eval)]
+
+
 __all__ = [
     "Chain",
     "EvalRecorder",
     "LocalSandboxEnvironment",
     "PrerequisiteError",
     "log_compression_in_one_thread",
+    "open_log_file",
 ]

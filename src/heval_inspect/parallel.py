@@ -29,10 +29,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog
 
+from .run_logs import logs_of_run
 from .sandbox import COMPOSE_FILE
-from .sandbox.pool import (
+from .sandbox.capacity import (
     POOL_SIZE_ENV,
     container_share,
     containers_the_machine_holds,
@@ -159,25 +160,6 @@ def log_dir_of(command: list[str]) -> str:
     return os.environ.get("INSPECT_LOG_DIR", "logs")
 
 
-def logs_of_run(log_dir: str, key: str) -> list[tuple[str, EvalLog]]:
-    """The logs in `log_dir` (not its subfolders) that record the run `key` (`heval_run`), each
-    with its header."""
-    return logs_by_run(log_dir).get(key, [])
-
-
-def logs_by_run(log_dir: str) -> dict[str, list[tuple[str, EvalLog]]]:
-    """The logs in `log_dir` (not its subfolders) that record a run (`heval_run`), each with its
-    header, by run: one pass over the folder for a command that looks up many runs."""
-    if "://" not in log_dir and not Path(log_dir).is_dir():
-        return {}
-    found: dict[str, list[tuple[str, EvalLog]]] = {}
-    for info in list_eval_logs(log_dir, recursive=False):
-        header = read_eval_log(info.name, header_only=True)
-        if key := (header.eval.metadata or {}).get(RUN_KEY):
-            found.setdefault(key, []).append((info.name, header))
-    return found
-
-
 def finished_shards(log_dir: str, key: str, shards: int) -> dict[int, str]:
     """The shards (of `shards`) of the command `key` that have a successful log in `log_dir`."""
     finished = {}
@@ -218,22 +200,7 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
     if "--display" not in command and not any(a.startswith("--display=") for a in command):
         # n live displays in one terminal overwrite each other; the plain one prints lines.
         command = [*command, "--display", "plain"]
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    most = containers_the_machine_holds(memory, file_table(), container_share(str(COMPOSE_FILE)))
-    if cores > most:
-        print(
-            f"heval-inspect: {cores} containers could take more than half of this machine's "
-            f"memory or open-file table; the shards share {most}.",
-            file=sys.stderr,
-        )
-        cores = most
-    sizes = pool_sizes(len(mine), cores)
-    if len(mine) > cores:
-        print(
-            f"heval-inspect: {len(mine)} shards on {cores} cores: each gets one container, "
-            f"{len(mine) - cores} more than the cores.",
-            file=sys.stderr,
-        )
+    sizes = shared_containers(len(mine), cores)
     processes = []
     for argv, size in zip(shard_commands(command, shards, mine), sizes, strict=True):
         print(f"heval-inspect: {POOL_SIZE_ENV}={size} {shlex.join(argv)}", file=sys.stderr)
@@ -249,6 +216,29 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
         failed += 1
         print(f"heval-inspect: {_failure(index, shards, code, log)}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def shared_containers(shards: int, cores: int) -> list[int]:
+    """The pool size of each of this machine's `shards`: `cores` containers shared out among
+    them, or as many as the machine holds if fewer; said on stderr when the machine holds fewer
+    or the shards outnumber the cores."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    most = containers_the_machine_holds(memory, file_table(), container_share(str(COMPOSE_FILE)))
+    if cores > most:
+        print(
+            f"heval-inspect: {cores} containers could take more than half of this machine's "
+            f"memory or open-file table; the shards share {most}.",
+            file=sys.stderr,
+        )
+        cores = most
+    sizes = pool_sizes(shards, cores)
+    if shards > cores:
+        print(
+            f"heval-inspect: {shards} shards on {cores} cores: each gets one container, "
+            f"{shards - cores} more than the cores.",
+            file=sys.stderr,
+        )
+    return sizes
 
 
 def latest_logs(log_dir: str, key: str) -> dict[int, tuple[str, EvalLog]]:

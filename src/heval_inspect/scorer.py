@@ -75,7 +75,7 @@ class Scored:
 async def score_middle(
     problem: Mapping[str, Any], middle: str, target: str, timeout: float, memory_limit: int
 ) -> Scored:
-    """The scoring of one answer, shared by the scorer and `heval-inspect score` (batch.py):
+    """The scoring of one answer, shared by the scorer and `heval-inspect score` (score.py):
     the program assembled, run in the sandbox, and judged."""
     prompt, suffix = problem["prompt"], problem["suffix"]
     program = assemble_program(prompt, middle, suffix, problem["test"], problem["entry_point"])

@@ -142,7 +142,7 @@ def replay(samples: str) -> Solver:
 
 def replayed(completion: str) -> tuple[ModelOutput, ChatMessageAssistant]:
     """What a replayed completion is recorded as: the model's output and its message (also
-    written so by `heval-inspect score`, batch.py). Its code goes into the gap as is."""
+    written so by `heval-inspect score`, score.py). Its code goes into the gap as is."""
     return (
         ModelOutput.from_content(model=REPLAYED, content=completion),
         ChatMessageAssistant(content=completion, model=REPLAYED),

@@ -437,7 +437,7 @@ def humaneval_random_span_infilling_light(arguments: TaskArguments) -> Task:
     return _infilling(arguments, "random_span_light")
 
 
-# The tasks by name, for a command that builds them outside `inspect eval` (batch.py).
+# The tasks by name, for a command that builds them outside `inspect eval` (score.py).
 TASKS: dict[str, Callable[..., Task]] = {
     function.__name__: function
     for function in (

@@ -60,7 +60,6 @@ from scipy import optimize, stats
 
 CONFIDENCE = 0.95
 POWER = 0.80
-NO_INTERVAL = "fewer than two problems: no spread to measure"
 # Float error, far below any true rate or spread (about 1 / (tasks x epochs) at least, 1e-5).
 ROUNDING = 1e-12
 

@@ -19,7 +19,7 @@ from . import (
     PROGRAM_TASKS,
     WALL_CLOCK_FACTOR,
 )
-from .pool import PoolSandboxEnvironment, standalone_pool
+from .pool_sandbox import PoolSandboxEnvironment, standalone_pool
 
 ST = TypeVar("ST", bound=SandboxEnvironment)
 logger = logging.getLogger(__name__)

@@ -1,187 +1,38 @@
-"""The `heval_pool` sandbox: a few long-lived hardened containers that run programs one at a time.
+"""A pool of hardened sandbox containers (one compose project) and the programs it runs on them.
 
-Inspect's `docker` sandbox starts and removes a compose project for every sample (about a second
-each), which dwarfs a HumanEval program (tens of milliseconds). This sandbox starts the same
-hardened compose service a few times per task, and keeps one executor process (`executor.py
-serve`) inside each container. A program goes to an idle container's executor, which runs it in a
-process of its own forked from the executor, as an unprivileged user, and afterwards removes
-everything it left (processes, files, IPC objects) and checks that the container is as it was.
-When that check finds residue, or the executor dies, hangs or answers nonsense, the container is
-replaced by a new one before it runs another program: no state passes from one program to the
-next. The isolation is that of the compose file: no network, read-only root, memory, CPU, pids
-and IPC limits.
+The pool starts the sandbox's compose service a few times (as many as capacity.py says) and keeps
+one executor process (`executor.py serve`, reached through executor_client.py) inside each
+container. A program goes to an idle container's executor, which runs it in a process of its own
+forked from the executor, as an unprivileged user, and afterwards removes everything it left
+(processes, files, IPC objects) and checks that the container is as it was. When that check finds
+residue, or the executor dies, hangs or answers nonsense, the container is replaced by a new one
+before it runs another program: no state passes from one program to the next. The isolation is
+that of the compose file: no network, read-only root, memory, CPU, pids and IPC limits.
 
-It runs scoring programs only: `exec`, `read_file` and `write_file` are refused, since a sample
-does not own a container (use `-T sandbox=docker` for agents that work in a sandbox).
+Inspect reaches a pool as the `heval_pool` sandbox (pool_sandbox.py).
 """
 
 import asyncio
-import collections
-import contextlib
 import dataclasses
 import json
 import logging
 import os
 import re
-import shutil
 import uuid
-from pathlib import Path
-from typing import Any, ClassVar
 
-from inspect_ai.util import (
-    ExecResult,
-    SandboxEnvironment,
-    SandboxEnvironmentConfigType,
-    SandboxUserUnsupportedError,
-    sandboxenv,
-)
-
-from ..errors import DockerUnavailableError, PoolSizeError, SandboxStartError
-from ..host import usable_cores
+from ..errors import SandboxStartError
 from ..schema import Execution, executor_lost
-from . import (
-    CONTAINER_OWN_TASKS,
-    EXECUTOR_SOURCE,
-    EXECUTOR_USER,
-    PROGRAM_TASKS,
-    RUNTIME_VARIABLE,
-    SandboxFailure,
-    compose_service,
-    sandbox_compose_file,
-)
+from . import RUNTIME_VARIABLE, SandboxFailure
+from .capacity import container_share, file_table, pool_size
+from .docker_cli import check_docker, docker, last_line
+from .executor_client import NOT_RUN, PIPELINE_DEPTH, Executor
 from .provenance import sandbox_provenance
 
 logger = logging.getLogger(__name__)
 
-POOL_SIZE_ENV = "HEVAL_POOL_SIZE"
 PROJECT_PREFIX = "heval-pool-"
 BUILD_PROJECT = "heval-inspect-sandbox"
 SERVICE = "default"
-
-
-async def _docker(*args: str, input: bytes | None = None) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        "docker",
-        *args,
-        stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    stdout, stderr = await process.communicate(input)
-    returncode = await process.wait()  # it has ended: its code, typed as one (never None)
-    return returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")
-
-
-# Requests waiting in each executor's input at once: while one program runs, the next is already
-# there, so the container does not wait out a round trip through Docker (about a millisecond,
-# longer while this process is busy) between programs. The executor reads the next only once the
-# one before is answered and its container checked, and after residue reads none (executor.main).
-PIPELINE_DEPTH = 2
-
-
-class NotRun:
-    """The answer to a request that never ran: a program ahead of it lost the executor or left
-    residue (or the executor was found dead), so the container is to be replaced first."""
-
-
-NOT_RUN = NotRun()
-
-
-class Executor:
-    """One container and the executor process serving programs inside it, PIPELINE_DEPTH
-    requests at a time; answers come in the order of the requests. Once it is lost or has found
-    residue it is `condemned`: only `Pool.replace` gives it a new container and process."""
-
-    def __init__(self, container: str, source: str) -> None:
-        self.container = container
-        self.source = source
-        self.process: asyncio.subprocess.Process | None = None
-        self.generation = 0  # one more for every executor process started
-        self.condemned = False
-        self.lock = asyncio.Lock()  # held while a request is sent, and while it is replaced
-        self.waiting: collections.deque[tuple[asyncio.Future, float]] = collections.deque()
-        self.requested = asyncio.Event()
-        self.reader: asyncio.Task | None = None
-
-    async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            "docker",
-            "exec",
-            "-i",
-            "--user",
-            EXECUTOR_USER,
-            self.container,
-            "python3",
-            "-I",
-            "-c",
-            self.source,
-            "serve",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=1 << 20,
-        )
-        self.generation += 1
-        self.condemned = False
-        self.reader = asyncio.create_task(self._read_answers(self.process))
-
-    async def stop(self) -> None:
-        if self.reader:
-            self.reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.reader
-        if self.process and self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
-        self.process = self.reader = None
-
-    async def run(self, request: dict, timeout: float) -> tuple[Execution | NotRun | None, int]:
-        """The executor's verdict, None if it died, did not answer in time or answered something
-        that is not a verdict, or NOT_RUN; and the generation of the executor asked."""
-        async with self.lock:
-            generation = self.generation
-            process = self.process
-            if self.condemned or process is None or process.returncode is not None:
-                return NOT_RUN, generation
-            assert process.stdin
-            answer: asyncio.Future = asyncio.get_running_loop().create_future()
-            self.waiting.append((answer, timeout))
-            self.requested.set()
-            try:
-                process.stdin.write(json.dumps(request).encode() + b"\n")
-                await process.stdin.drain()
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # gone: the reader reads its end
-        return await answer, generation
-
-    async def _read_answers(self, process: asyncio.subprocess.Process) -> None:
-        """Answer the waiting requests in order, each given its time from the answer before it;
-        once the executor is lost or has found residue, those behind it never run there."""
-        assert process.stdout
-        try:
-            while True:
-                while not self.waiting:
-                    self.requested.clear()
-                    await self.requested.wait()
-                answer, timeout = self.waiting[0]
-                try:
-                    line = await asyncio.wait_for(process.stdout.readline(), timeout)
-                    execution: Execution | None = Execution.from_answer(json.loads(line))
-                except (ConnectionResetError, TimeoutError, ValueError, TypeError):
-                    execution = None
-                self.waiting.popleft()
-                if execution is None or execution.residue:
-                    self.condemned = True
-                if not answer.done():  # else its asker was cancelled (an interrupted run)
-                    answer.set_result(execution)
-                if self.condemned:
-                    break
-        finally:
-            self.condemned = True
-            for answer, _ in self.waiting:
-                if not answer.done():
-                    answer.set_result(NOT_RUN)
-            self.waiting.clear()
 
 
 class Pool:
@@ -209,11 +60,11 @@ class Pool:
         # project, so a new name each run would give the same image a new id each run (the
         # id the log's provenance records).
         build = ["compose", "-p", BUILD_PROJECT, "-f", self.compose_file, "build"]
-        code, _, error = await _docker(*build)
+        code, _, error = await docker(*build)
         if code != 0:
             raise SandboxStartError(
                 f"The sandbox image could not be built (`docker compose build`: "
-                f"{_last_line(error)}). Its base image is "
+                f"{last_line(error)}). Its base image is "
                 f"{sandbox_provenance('pool')['base_image']}: make that one Docker has or can "
                 f"pull, or name another with HEVAL_SANDBOX_BASE_IMAGE, then run again."
             )
@@ -264,7 +115,7 @@ class Pool:
                 return  # done already, since that generation's answer
             await executor.stop()
             async with self.replacing:
-                await _docker("rm", "-f", executor.container)
+                await docker("rm", "-f", executor.container)
                 executor.container = (await self.start_containers())[0]
             logger.info(
                 "heval_pool: replaced sandbox container %s: %s", executor.container[:12], why
@@ -275,15 +126,15 @@ class Pool:
         """Bring the pool back to its size; the ids of the containers that were started."""
         known = {executor.container for executor in self.executors}
         command = ("up", "-d", "--no-recreate", "--scale", f"{SERVICE}={self.size}")
-        code, _, error = await _docker(*self.compose(*command))
+        code, _, error = await docker(*self.compose(*command))
         if code != 0:
             raise SandboxStartError(
                 f"The sandbox's containers could not be started (`docker compose up`: "
-                f"{_last_line(error)}). Fix what Docker says, then run again (their runtime: "
+                f"{last_line(error)}). Fix what Docker says, then run again (their runtime: "
                 f"{os.environ.get(RUNTIME_VARIABLE) or 'runc'}, which {RUNTIME_VARIABLE} sets, "
                 f"runc if unset; `docker info` lists the runtimes Docker knows)."
             )
-        code, ids, error = await _docker(*self.compose("ps", "-q", SERVICE))
+        code, ids, error = await docker(*self.compose("ps", "-q", SERVICE))
         if code != 0 or len(ids.split()) != self.size:
             raise SandboxFailure(f"The sandbox pool did not start {self.size} containers: {error}")
         return [container for container in ids.split() if container not in known]
@@ -291,21 +142,14 @@ class Pool:
     async def stop(self) -> None:
         for executor in self.executors:
             await executor.stop()
-        await _docker(*self.compose("down", "--timeout", "1"))
-
-
-def _last_line(output: str) -> str:
-    """What docker says went wrong: the last line of its stderr (the lines before are its
-    progress)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return lines[-1] if lines else "it said nothing"
+        await docker(*self.compose("down", "--timeout", "1"))
 
 
 async def remove_dead_pools() -> list[str]:
     """Remove the pools on this engine whose every container has stopped: those of eval
     processes killed without cleaning up, whose executors stopped their containers (see
     executor.main). A live pool's containers run. The names of the pools removed."""
-    code, listing, _ = await _docker("compose", "ls", "-a", "--format", "json")
+    code, listing, _ = await docker("compose", "ls", "-a", "--format", "json")
     if code != 0:
         return []
     dead = [
@@ -316,215 +160,13 @@ async def remove_dead_pools() -> list[str]:
         and re.fullmatch(r"exited\(\d+\)", project["Status"])
     ]
     for name in dead:
-        await _docker("compose", "-p", name, "down", "--timeout", "1")
+        await docker("compose", "-p", name, "down", "--timeout", "1")
         logger.info("heval_pool: removed the stopped sandbox pool %s", name)
     return dead
 
 
-async def _check_docker() -> int | None:
-    """Before any sample runs (so before any model is called): is there an engine to run on?
-    Its machine's memory, in bytes."""
-    if shutil.which("docker") is None:
-        raise DockerUnavailableError(
-            "Docker is not installed, and the sandbox runs every program in a Docker container: "
-            "install Docker Engine 24 or newer with the compose v2 plugin "
-            "(https://docs.docker.com/engine/install/), then run the eval again."
-        )
-    code, memory, error = await _docker("info", "--format", "{{.MemTotal}}")
-    if code != 0:
-        raise DockerUnavailableError(
-            "Docker is not running, and the sandbox runs every program in a Docker container: "
-            "start the engine (e.g. `sudo systemctl start docker`, or Docker Desktop) until "
-            f"`docker info` works, then run the eval again. docker said: {error.strip()}"
-        )
-    code, _, _ = await _docker("compose", "version")
-    if code != 0:
-        raise DockerUnavailableError(
-            "The docker compose v2 plugin is missing (`docker compose version` fails): install "
-            "it (https://docs.docker.com/compose/install/), then run the eval again."
-        )
-    return int(memory) if memory.strip().isdigit() else None
-
-
 async def new_pool(compose_file: str) -> Pool:
     """A pool of the compose file's service, as many containers as `pool_size` says; not started."""
-    machine_memory = await _check_docker()
+    machine_memory = await check_docker()
     size = pool_size(machine_memory, file_table(), container_share(compose_file))
     return Pool(PROJECT_PREFIX + uuid.uuid4().hex[:8], compose_file, size)
-
-
-def containers_the_machine_holds(
-    machine_memory: int | None, file_table: int | None, container: dict
-) -> int:
-    """How many containers, each taking all it may (`container`: its memory, and the open files
-    of all its processes), hold at most half of the machine's memory and of its file table
-    together (at least one; one per usable core when nothing is known of the machine)."""
-    shares = [
-        (total // 2) // need
-        for total, need in ((machine_memory, container["memory"]), (file_table, container["files"]))
-        if total
-    ]
-    return max(1, min(shares, default=usable_cores()))
-
-
-def pool_size(machine_memory: int | None, file_table: int | None, container: dict) -> int:
-    """How many containers the pool starts: HEVAL_POOL_SIZE, else one per usable core, never more
-    than the machine holds (see `containers_the_machine_holds`): more than that on request is
-    refused, since the programs of one run could then starve the machine."""
-    most = containers_the_machine_holds(machine_memory, file_table, container)
-    value = os.environ.get(POOL_SIZE_ENV)
-    if value is None:
-        return min(usable_cores(), most)
-    if not value.isdigit() or int(value) < 1:
-        raise PoolSizeError(f"{POOL_SIZE_ENV} must be a whole number of containers, 1 or more.")
-    if int(value) > most:
-        raise PoolSizeError(
-            f"{POOL_SIZE_ENV}={value}: each sandbox container may take "
-            f"{container['memory'] >> 20} MiB of memory and hold {container['files']:,} open "
-            f"files, and {value} of them could take more than half of this machine's "
-            f"{(machine_memory or 0) >> 30} GiB of memory or {file_table or 0:,}-file table; "
-            f"use at most {most}."
-        )
-    return int(value)
-
-
-def container_share(compose_file: str) -> dict:
-    """The most one container of the compose file's service can take from the machine: its
-    memory, and the open files of all its processes (its programs' at most PROGRAM_TASKS, and
-    its own). What the kernel counts per user (pipe buffers, message-queue bytes, pending
-    signals, inotify and epoll watches) is per container, since each container's programs
-    have a uid of their own, and is charged to the container's memory."""
-    service = compose_service(compose_file)
-    memory = service["mem_limit"]
-    multiplier = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(str(memory)[-1:].lower(), 1)
-    files = service["ulimits"]["nofile"]
-    per_process = files["hard"] if isinstance(files, dict) else files
-    return {
-        "memory": int(str(memory).rstrip("kKmMgG")) * multiplier,
-        "files": (PROGRAM_TASKS + CONTAINER_OWN_TASKS) * per_process,
-    }
-
-
-def file_table() -> int | None:
-    """The machine's limit of open files (Linux; None elsewhere, where the engine runs in a VM)."""
-    try:
-        return int(Path("/proc/sys/fs/file-max").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-@sandboxenv(name="heval_pool")
-class PoolSandboxEnvironment(SandboxEnvironment):
-    # One pool per compose file: Inspect starts each sandbox configuration once per run (task_init)
-    # and shuts it down at the end (task_cleanup), whatever the number of tasks using it.
-    pools: ClassVar[dict[str, Pool]] = {}
-
-    def __init__(self, pool: Pool) -> None:
-        super().__init__()
-        self.pool = pool
-
-    @classmethod
-    async def task_init(cls, task_name: str, config: SandboxEnvironmentConfigType | None) -> None:
-        if str(config) in cls.pools:
-            await _check_docker()
-            return
-        pool = cls.pools[str(config)] = await new_pool(str(config))
-        await pool.start(EXECUTOR_SOURCE)
-
-    @classmethod
-    async def sample_init(
-        cls, task_name: str, config: SandboxEnvironmentConfigType | None, metadata: dict[str, str]
-    ) -> dict[str, SandboxEnvironment]:
-        return {SERVICE: cls(cls.pools[str(config)])}
-
-    @classmethod
-    async def sample_cleanup(
-        cls,
-        task_name: str,
-        config: SandboxEnvironmentConfigType | None,
-        environments: dict[str, SandboxEnvironment],
-        interrupted: bool,
-    ) -> None:
-        pass  # the executor cleans up after every program
-
-    @classmethod
-    async def task_cleanup(
-        cls, task_name: str, config: SandboxEnvironmentConfigType | None, cleanup: bool
-    ) -> None:
-        pool = cls.pools.pop(str(config), None)
-        if pool is not None:
-            await pool.stop()
-
-    @classmethod
-    async def cli_cleanup(cls, id: str | None) -> None:
-        _, projects, _ = await _docker("compose", "ls", "-a", "-q")
-        for project in projects.split():
-            if project.startswith(PROJECT_PREFIX) and (id is None or project == id):
-                await _docker("compose", "-p", project, "down", "--timeout", "1")
-
-    async def run_program(self, request: dict, timeout: float) -> Execution:
-        return await self.pool.run(request, timeout)
-
-    async def exec(self, cmd: list[str], *args: Any, **kwargs: Any) -> ExecResult[str]:
-        if kwargs.get("user") is not None:
-            # What Inspect's probe for root access (at every sample's start) expects to hear
-            # from a sandbox that cannot run commands as that user.
-            raise SandboxUserUnsupportedError(_ONLY_PROGRAMS)
-        raise NotImplementedError(_ONLY_PROGRAMS)
-
-    async def write_file(self, file: str, contents: str | bytes) -> None:
-        raise NotImplementedError(_ONLY_PROGRAMS)
-
-    async def read_file(self, file: str, text: bool = True) -> str | bytes:  # type: ignore[override]
-        raise NotImplementedError(_ONLY_PROGRAMS)
-
-
-async def standalone_pool() -> PoolSandboxEnvironment:
-    """The pool for programs scored outside any task's sandbox: `inspect score` re-scoring a log
-    starts no sandbox. One per event loop, started on first use with the package's compose file
-    and removed when the loop ends (see `_serve_standalone`)."""
-    loop = asyncio.get_running_loop()
-    if loop not in _STANDALONE:
-        started: asyncio.Future[PoolSandboxEnvironment] = loop.create_future()
-        _STANDALONE[loop] = (started, loop.create_task(_serve_standalone(started)))
-    started = _STANDALONE[loop][0]
-    # Once started, the same environment for every program (`heval-inspect score` asks for it
-    # once a program): it holds nothing of any one program.
-    return started.result() if started.done() else await asyncio.shield(started)
-
-
-_STANDALONE: dict[
-    asyncio.AbstractEventLoop, tuple[asyncio.Future[PoolSandboxEnvironment], asyncio.Task]
-] = {}
-
-
-async def _serve_standalone(started: asyncio.Future[PoolSandboxEnvironment]) -> None:
-    """Start a pool and keep it until this task is cancelled, as asyncio does with the tasks
-    left when its loop ends: then the pool is stopped while the loop can still wait for it."""
-    pool = None
-    try:
-        pool = await new_pool(str(sandbox_compose_file()))
-        await pool.start(EXECUTOR_SOURCE)
-    except BaseException as error:
-        # Failed or interrupted (Ctrl-C) while starting: no container of it stays behind.
-        if pool is not None:
-            await pool.stop()
-        if not isinstance(error, Exception):  # cancelled (Ctrl-C), or the process is ending
-            started.cancel()
-            raise
-        # The error goes to those waiting for the pool, through `started`, and nowhere else: an
-        # exception of this task, which nothing awaits, would be printed with its traceback
-        # ("Task exception was never retrieved") after the one clear message.
-        started.set_exception(error)
-        return
-    started.set_result(PoolSandboxEnvironment(pool))
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await pool.stop()
-
-
-_ONLY_PROGRAMS = (
-    "The heval_pool sandbox only runs scoring programs; use -T sandbox=docker for solvers or "
-    "tools that work inside a sandbox."
-)

@@ -421,103 +421,19 @@ def _handler(server: PerfectModelServer) -> type[BaseHTTPRequestHandler]:
             server.record(path, body)
             try:
                 if path.endswith("/chat/completions"):
-                    self._send(200, self._chat_completion(body))
+                    self._send(200, _chat_completion(server, body))
                 elif path.endswith("/responses"):
-                    self._send(200, self._response(body))
+                    self._send(200, _response(server, body))
                 elif path.endswith("/completions"):
-                    self._send(200, self._completion(body))
+                    self._send(200, _completion(server, body))
                 elif path.endswith("/messages") and body.get("stream"):
-                    self._send_events(_message_events(self._anthropic_message(body)))
+                    self._send_events(_message_events(_anthropic_message(server, body)))
                 elif path.endswith("/messages"):
-                    self._send(200, self._anthropic_message(body))
+                    self._send(200, _anthropic_message(server, body))
                 else:
                     self._send(404, {"error": {"message": f"no route {path}"}})
             except (LookupError, KeyError) as error:
                 self._send(400, {"error": {"type": "invalid_request_error", "message": str(error)}})
-
-        def _chat_completion(self, body: dict) -> dict:
-            prompt = _text(body["messages"][-1]["content"])
-            limit = body.get("max_completion_tokens", body.get("max_tokens"))
-            text, finish = within_max_tokens(server.chat_reply(body["model"], prompt), limit)
-            return {
-                "id": "chatcmpl-perfect",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": finish,
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-
-        def _response(self, body: dict) -> dict:
-            # OpenAI's Responses API, which Inspect uses for OpenAI models it takes for current
-            # ones (any name it does not know); the chat completions API for older ones.
-            message = body["input"] if isinstance(body["input"], str) else body["input"][-1]
-            prompt = message if isinstance(message, str) else _text(message["content"])
-            text, finish = within_max_tokens(
-                server.chat_reply(body["model"], prompt), body.get("max_output_tokens")
-            )
-            return {
-                "id": "resp_perfect",
-                "object": "response",
-                "created_at": 0,
-                "status": "completed" if finish == "stop" else "incomplete",
-                "incomplete_details": None if finish == "stop" else {"reason": "max_output_tokens"},
-                "model": body["model"],
-                "output": [
-                    {
-                        "type": "message",
-                        "id": "msg_perfect",
-                        "status": "completed",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": text, "annotations": []}],
-                    }
-                ],
-                "parallel_tool_calls": False,
-                "tool_choice": "auto",
-                "tools": [],
-                "usage": {
-                    "input_tokens": 1,
-                    "input_tokens_details": {"cached_tokens": 0},
-                    "output_tokens": 1,
-                    "output_tokens_details": {"reasoning_tokens": 0},
-                    "total_tokens": 2,
-                },
-            }
-
-        def _completion(self, body: dict) -> dict:
-            text, finish = within_max_tokens(
-                server.completion(body["model"], body["prompt"]), body.get("max_tokens")
-            )
-            return {
-                "id": "cmpl-perfect",
-                "object": "text_completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-
-        def _anthropic_message(self, body: dict) -> dict:
-            prompt = _text(body["messages"][-1]["content"])
-            text, finish = within_max_tokens(
-                server.chat_reply(body["model"], prompt), body.get("max_tokens")
-            )
-            return {
-                "id": "msg_perfect",
-                "type": "message",
-                "role": "assistant",
-                "model": body["model"],
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn" if finish == "stop" else "max_tokens",
-                "stop_sequence": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1},
-            }
 
         def _send(self, status: int, payload: dict) -> None:
             self._write(status, "application/json", json.dumps(payload).encode())
@@ -534,3 +450,95 @@ def _handler(server: PerfectModelServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def _chat_completion(server: PerfectModelServer, body: dict) -> dict:
+    """OpenAI's chat completions API's answer to `body`: the server's reply to its last message."""
+    prompt = _text(body["messages"][-1]["content"])
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    text, finish = within_max_tokens(server.chat_reply(body["model"], prompt), limit)
+    return {
+        "id": "chatcmpl-perfect",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def _response(server: PerfectModelServer, body: dict) -> dict:
+    """OpenAI's Responses API's answer to `body`: the server's reply to its last input."""
+    # OpenAI's Responses API, which Inspect uses for OpenAI models it takes for current
+    # ones (any name it does not know); the chat completions API for older ones.
+    message = body["input"] if isinstance(body["input"], str) else body["input"][-1]
+    prompt = message if isinstance(message, str) else _text(message["content"])
+    text, finish = within_max_tokens(
+        server.chat_reply(body["model"], prompt), body.get("max_output_tokens")
+    )
+    return {
+        "id": "resp_perfect",
+        "object": "response",
+        "created_at": 0,
+        "status": "completed" if finish == "stop" else "incomplete",
+        "incomplete_details": None if finish == "stop" else {"reason": "max_output_tokens"},
+        "model": body["model"],
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_perfect",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+        "parallel_tool_calls": False,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": 1,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 1,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 2,
+        },
+    }
+
+
+def _completion(server: PerfectModelServer, body: dict) -> dict:
+    """OpenAI's (legacy) completions API's answer to `body`: the completion of its prompt."""
+    text, finish = within_max_tokens(
+        server.completion(body["model"], body["prompt"]), body.get("max_tokens")
+    )
+    return {
+        "id": "cmpl-perfect",
+        "object": "text_completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+
+
+def _anthropic_message(server: PerfectModelServer, body: dict) -> dict:
+    """Anthropic's messages API's answer to `body` (unstreamed): the reply to its last message."""
+    prompt = _text(body["messages"][-1]["content"])
+    text, finish = within_max_tokens(
+        server.chat_reply(body["model"], prompt), body.get("max_tokens")
+    )
+    return {
+        "id": "msg_perfect",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn" if finish == "stop" else "max_tokens",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }

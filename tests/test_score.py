@@ -1,4 +1,4 @@
-"""`heval-inspect score` (batch.py): the log `inspect eval -T samples=FILE` writes, without
+"""`heval-inspect score` (score.py): the log `inspect eval -T samples=FILE` writes, without
 Inspect's sample loop, read alike by every reader; and a killed run taken over by the next."""
 
 import json
@@ -13,12 +13,12 @@ import pytest
 from inspect_ai.analysis import evals_df
 from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries
 
-from heval_inspect.batch import FLUSH_SAMPLES, log_shards, score_completions
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.errors import TaskArgumentError
 from heval_inspect.export import export_results
 from heval_inspect.report import build_report
 from heval_inspect.schema import RUN_KEY
+from heval_inspect.score import FLUSH_SAMPLES, log_shards, score_completions
 from heval_inspect.tasks import humaneval
 from tests.report_logs import report_figures
 

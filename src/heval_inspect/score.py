@@ -58,10 +58,10 @@ from inspect_ai.scorer import Score
 
 from .data import problem_for, read_completions
 from .errors import Interrupted, TaskArgumentError
-from .inspect_internals import EvalRecorder, log_compression_in_one_thread
+from .inspect_internals import EvalRecorder, log_compression_in_one_thread, open_log_file
 from .metrics import HEADLINE_STDERR
-from .parallel import logs_by_run
-from .sandbox.pool import standalone_pool
+from .run_logs import logs_by_run
+from .sandbox.pool_sandbox import standalone_pool
 from .schema import PASSED, RUN_KEY, SCORER, figures_of
 from .scorer import score_middle
 from .shard import Shard, parse_shard
@@ -244,17 +244,7 @@ async def _run(
 ) -> str:
     pool = (await standalone_pool()).pool  # started first: it builds the image the header names
     started = _now()
-    # Inspect's header of this task (run on no sample), written aside and thrown away; its
-    # display (a run of no sample) is left out: the progress lines say what happens.
-    with tempfile.TemporaryDirectory() as aside, contextlib.redirect_stdout(io.StringIO()):
-        header = await eval_async(task, model="none", limit=0, log_dir=aside, metadata=metadata)
-    if not header or header[0].status == "cancelled":
-        # Inspect ends a run that Ctrl-C stopped without raising (with no log, or a cancelled one).
-        raise Interrupted("interrupted (Ctrl-C) before any program ran; nothing was written.")
-    [log] = header
-    log.eval.config.limit = None
-    # Every sample of ours has an id (its task's).
-    log.eval.dataset.sample_ids = [sample.id for sample in task.dataset if sample.id is not None]
+    log = await _header(task, metadata)
     [scorer] = log.eval.scorers or []
     recorder = EvalRecorder(log_dir)
     location = await recorder.log_init(
@@ -305,13 +295,31 @@ async def _run(
     return location
 
 
+async def _header(task: Task, metadata: dict[str, Any]) -> EvalLog:
+    """The log as Inspect begins it for the task (eval spec, plan, provenance), to which the
+    samples are then added: the task run on no sample, its config and dataset those of the
+    whole task."""
+    # Inspect's header of this task (run on no sample), written aside and thrown away; its
+    # display (a run of no sample) is left out: the progress lines say what happens.
+    with tempfile.TemporaryDirectory() as aside, contextlib.redirect_stdout(io.StringIO()):
+        header = await eval_async(task, model="none", limit=0, log_dir=aside, metadata=metadata)
+    if not header or header[0].status == "cancelled":
+        # Inspect ends a run that Ctrl-C stopped without raising (with no log, or a cancelled one).
+        raise Interrupted("interrupted (Ctrl-C) before any program ran; nothing was written.")
+    [log] = header
+    log.eval.config.limit = None
+    # Every sample of ours has an id (its task's).
+    log.eval.dataset.sample_ids = [sample.id for sample in task.dataset if sample.id is not None]
+    return log
+
+
 class Writer:
     """The log being written: samples flushed to the file as they come, scores kept for the
     results."""
 
     def __init__(self, recorder: EvalRecorder, log: EvalLog) -> None:
         self.recorder, self.log = recorder, log
-        self.file = recorder.data[recorder._log_file_key(log.eval)]
+        self.file = open_log_file(recorder, log.eval)
         self.scores: list[EvalSample] = []
         self.done: set[tuple[str, int]] = set()
         self.flush_at = FLUSH_SAMPLES
