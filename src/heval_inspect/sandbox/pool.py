@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 PROJECT_PREFIX = "heval-pool-"
 BUILD_PROJECT = "heval-inspect-sandbox"
 SERVICE = "default"
+# Pauses between tries of `docker compose up` when it fails (see Pool.start_containers).
+START_RETRY_PAUSES = (0.5, 1.0, 2.0)
 
 
 class Pool:
@@ -127,6 +129,13 @@ class Pool:
         known = {executor.container for executor in self.executors}
         command = ("up", "-d", "--no-recreate", "--scale", f"{SERVICE}={self.size}")
         code, _, error = await docker(*self.compose(*command))
+        for pause in START_RETRY_PAUSES:
+            if code == 0:
+                break
+            # A container removed from outside (`docker rm -f`) may still be going: the engine
+            # refuses to start the service meanwhile. What does not pass fails below.
+            await asyncio.sleep(pause)
+            code, _, error = await docker(*self.compose(*command))
         if code != 0:
             raise SandboxStartError(
                 f"The sandbox's containers could not be started (`docker compose up`: "
