@@ -274,7 +274,8 @@ def new_rate_intervals(s: Spreads) -> tuple[np.ndarray, np.ndarray]:
     inside = (p > 0) & (p < 1) & (s.stderr > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         spread_n = np.minimum(
-            np.maximum(p * (1 - p) / s.stderr**2, s.problems_weighted), s.trials_weighted
+            np.maximum(p * (1 - p) / s.stderr**2, s.problems_weighted),
+            np.minimum(s.trials_weighted, s.problems_weighted**2),
         )
     n = np.where(inside, spread_n, s.problems_weighted)
     q2 = t_quantiles(s.degrees_of_freedom) ** 2
