@@ -47,6 +47,8 @@ time) made a 1,000-replication table take hours on 2 cores.
 
     python benchmarks/interval_coverage.py                     # 2000 reps a cell: ~20 min, 2 cores
     python benchmarks/interval_coverage.py --reps 200 --problems 5,10 --out coverage.md
+    python benchmarks/interval_coverage.py --problems 10,40 --rates 0.05,0.95 --epochs 5 \
+        --kinds rate                                           # a part: summary and short cells
 
 With R replications a cell's Monte-Carlo SE is sqrt(0.95 x 0.05 / R): 0.49 points at 2000, 0.69
 at 1000.
