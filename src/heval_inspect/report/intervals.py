@@ -36,13 +36,14 @@ runs, their problems all alike, show the smallest spread exactly when their rate
 from the truth, as when a few problems' rare failures decide a rate near 1. More tasks or epochs
 of the problems seen say nothing of the problems not seen, so the cap counts problems. Without it,
 the cap at the trials alone counted each epoch as a trial, and with several epochs such runs got
-too narrow an interval; capping at the tasks instead (epochs not counted) and a design effect
-for the epochs' correlation within a task left most of those short, since in such runs the
-problems seen are alike but their epochs do vary (docs/benchmarks.md has the simulation).
+too narrow an interval. A design effect for the epochs' correlation within a task left most of
+those short (in such runs the problems seen are alike but their epochs do vary), and capping at
+the tasks (epochs not counted) many (docs/benchmarks.md has the simulation).
 
 It stays inside [0, 1], is not of zero width at 0 or 1, and keeps its coverage with few problems,
 problems of very unequal numbers of tasks (multi-line infilling: 1 to 435 per problem), rates
-near 0 or 1, and several epochs (`benchmarks/interval_coverage.py`). A rate from fewer than two
+near 0 or 1, and several epochs, but for a few cells of one task per problem at rates near 0 or
+1, within a few points (`benchmarks/interval_coverage.py`). A rate from fewer than two
 problems has no interval: one problem shows no spread to measure.
 
 Figures are sums of rounded shares, so a rate that is 0 or 1 can come out 1e-16 away, and an
