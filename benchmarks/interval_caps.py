@@ -134,6 +134,26 @@ def summary(done: list[tuple[cov.Cell, dict]]) -> str:
             f"({cov.name(*worst_key)}) | {ratios.mean():.3f} ({ratios[covered].mean():.3f}) | "
             f"{int(np.sum(ratios[covered] > 1.5))} |"
         )
+    lines += ["", widths_by_group(cells)]
+    return "\n".join(lines)
+
+
+def widths_by_group(cells: dict) -> str:
+    """Mean width under the trials' cap and under G^2 (the package's), by group and G: where the
+    cap costs width."""
+    pairs: dict = defaultdict(list)
+    for (cell, group, _), d in cells.items():
+        pairs[group, cell.problems].append((d["trials"][1], d["G^2"][1]))
+    sizes = sorted({g for _, g in pairs})
+    lines = [
+        "Mean width, `trials` → `G^2`:",
+        "",
+        "| group | " + " | ".join(f"G = {g}" for g in sizes) + " |",
+        "|---|" + "--:|" * len(sizes),
+    ]
+    for group in cov.GROUPS:
+        row = [np.mean(pairs[group, g], axis=0) for g in sizes]
+        lines.append(f"| {group} | " + " | ".join(f"{a:.2f} → {b:.2f}" for a, b in row) + " |")
     return "\n".join(lines)
 
 
