@@ -47,6 +47,8 @@ time) made a 1,000-replication table take hours on 2 cores.
 
     python benchmarks/interval_coverage.py                     # 2000 reps a cell: ~20 min, 2 cores
     python benchmarks/interval_coverage.py --reps 200 --problems 5,10 --out coverage.md
+    python benchmarks/interval_coverage.py --problems 10,40 --rates 0.05,0.95 --epochs 5 \
+        --kinds rate                                           # a part: summary and short cells
 
 With R replications a cell's Monte-Carlo SE is sqrt(0.95 x 0.05 / R): 0.49 points at 2000, 0.69
 at 1000.
@@ -76,6 +78,7 @@ from heval_inspect.tasks import problem_id
 TARGET = 93.0  # the issue's floor for coverage, up to Monte-Carlo error
 LEVEL = 5.0  # the p-value's nominal type I error, %
 RATES = (0.05, 0.2, 0.5, 0.8, 0.95)
+PROBLEMS = (5, 10, 20, 40, 164)
 BLENDS = ("sample_weighted", "mean_of_subsets", "problem_macro")
 GROUPS = (*SUBSETS, *BLENDS)
 EXACT_SHARE = 0.5  # of passing epochs that also match exactly
@@ -274,7 +277,8 @@ def new_rate_intervals(s: Spreads) -> tuple[np.ndarray, np.ndarray]:
     inside = (p > 0) & (p < 1) & (s.stderr > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         spread_n = np.minimum(
-            np.maximum(p * (1 - p) / s.stderr**2, s.problems_weighted), s.trials_weighted
+            np.maximum(p * (1 - p) / s.stderr**2, s.problems_weighted),
+            np.minimum(s.trials_weighted, s.problems_weighted**2),
         )
     n = np.where(inside, spread_n, s.problems_weighted)
     q2 = t_quantiles(s.degrees_of_freedom) ** 2
@@ -581,21 +585,30 @@ def run_cell(cell: Cell):
 
 
 def cells(args, sizes) -> list[Cell]:
+    """Every cell of the table, or those the options keep. A cell's seed depends on its place in
+    the full table, not on what else runs, so a cell run alone draws the same runs as in it."""
     out = []
-    for g, problems in enumerate(args.problems):
+    for problems in args.problems:
+        # Each G's place in the default list (the seeds of the recorded tables).
+        g = PROBLEMS.index(problems) if problems in PROBLEMS else problems
         for o, order in enumerate(("first", "random") if problems < 164 else ("first",)):
             for r, rate in enumerate(RATES):
+                if rate not in args.rates:
+                    continue
                 for epochs in (1, 5):
                     seed = (args.seed, 0, g, o, r, epochs)
-                    out.append(
-                        Cell("rate", problems, order, rate, epochs, 0.0, args.reps, seed,
-                             sizes, args.problem_phi, args.task_psi)
-                    )  # fmt: skip
+                    if "rate" in args.kinds and epochs in args.epochs:
+                        out.append(
+                            Cell("rate", problems, order, rate, epochs, 0.0, args.reps, seed,
+                                 sizes, args.problem_phi, args.task_psi)
+                        )  # fmt: skip
                 for d, delta in enumerate((0.0, DELTA)):
                     seed = (args.seed, 1, g, o, r, d)
-                    out.append(
-                        Cell("difference", problems, order, rate, 1, delta, args.reps, seed, sizes)
-                    )
+                    if "difference" in args.kinds:
+                        out.append(
+                            Cell("difference", problems, order, rate, 1, delta, args.reps, seed,
+                                 sizes)
+                        )  # fmt: skip
     return out
 
 
@@ -649,6 +662,8 @@ def summaries(results) -> str:
     _, _, floor, ceiling = monte_carlo(reps)
     for kind in ("rate", "difference"):
         outcomes = [o for o in every_outcome(results) if o[0].kind == kind]
+        if not outcomes:  # a run of the other kind only (--kinds)
+            continue
         cover = [
             (100 * t.old / c.reps, 100 * t.new / c.reps, c, g, f, t) for c, g, f, t in outcomes
         ]
@@ -765,7 +780,9 @@ def null_table(results, group, problems) -> str:
     return "\n".join(lines)
 
 
-def report(results, problems) -> str:
+def report(results, problems, complete: bool = True) -> str:
+    """The summary and the short cells, and for a run of every rate, epochs and kind (not cut
+    down by --rates, --epochs or --kinds) the tables."""
     reps = next(iter(results.values()))[0].reps
     cover_se, _, floor, ceiling = monte_carlo(reps)
     parts = [
@@ -783,6 +800,10 @@ def report(results, problems) -> str:
         "",
         below_floor(results),
         "",
+    ]
+    if not complete:
+        return "\n".join(parts)
+    parts += [
         "### Lowest coverage of each group, old / new, %",
         "",
         worst_table(results, problems),
@@ -827,18 +848,34 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2000, help="replications per cell")
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--problems", default="5,10,20,40,164", help="the G to run, e.g. 5,10")
+    parser.add_argument(
+        "--problems", default=",".join(map(str, PROBLEMS)), help="the G to run, e.g. 5,10"
+    )
+    parser.add_argument(
+        "--rates", default=",".join(map(str, RATES)), help="the true rates to run, e.g. 0.05,0.95"
+    )
+    parser.add_argument("--epochs", default="1,5", help="rates: the epochs to run, 1, 5 or 1,5")
+    parser.add_argument(
+        "--kinds", default="rate,difference", help="rate, difference or both (rate,difference)"
+    )
     parser.add_argument("--problem-phi", type=float, default=0.3)
     parser.add_argument("--task-psi", type=float, default=20.0)
     parser.add_argument("--out", help="also write the tables as Markdown to this file")
     args = parser.parse_args()
     args.problems = [int(g) for g in args.problems.split(",")]
+    args.rates = [float(r) for r in args.rates.split(",")]
+    args.epochs = [int(e) for e in args.epochs.split(",")]
+    args.kinds = args.kinds.split(",")
+    unknown = set(args.rates) - set(RATES) or set(args.epochs) - {1, 5}
+    if unknown or not set(args.kinds) <= {"rate", "difference"}:
+        parser.error(f"rates are among {RATES}, epochs 1 or 5, kinds rate or difference")
     started = time.monotonic()
     version = hashlib.sha256(Path(intervals.__file__).read_bytes()).hexdigest()[:12]
     todo = cells(args, real_sizes())
     parameters = (
         f"intervals.py sha256 {version}; reps {args.reps} per cell, seed {args.seed}, "
-        f"{args.workers} processes; G {args.problems}; rates {RATES}; problems' phi "
+        f"{args.workers} processes; G {args.problems}; rates {args.rates}; epochs "
+        f"{args.epochs}; {', '.join(args.kinds)}; problems' phi "
         f"{args.problem_phi}, tasks' psi {args.task_psi}; differences: difficulty SD "
         f"{DIFFICULTY_SD}, task SD {TASK_SD}, run SD {RUN_SD}, delta 0 and {DELTA}"
     )
@@ -847,7 +884,10 @@ def main() -> None:
     with multiprocessing.Pool(args.workers) as pool:
         done = pool.map(run_cell, ordered, chunksize=1)
     results = {(c.kind, c.problems, c.order, c.rate, c.epochs, c.delta): (c, t) for c, t, _ in done}
-    text = report(results, args.problems)
+    complete = (args.rates, args.epochs, sorted(args.kinds)) == (
+        list(RATES), [1, 5], ["difference", "rate"]
+    )  # fmt: skip
+    text = report(results, args.problems, complete)
     cpu = sum(seconds for _, _, seconds in done)
     wall = time.monotonic() - started
     timing = f"wall time {wall:.1f} s; the cells' CPU time {cpu:.1f} s"

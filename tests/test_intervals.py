@@ -72,6 +72,27 @@ def test_epochs_count_as_trials_up_to_their_number():
     assert low_1 < low < high < high_1
 
 
+def wilson(p: float, n: float, degrees_of_freedom: float) -> tuple[float, float]:
+    q2 = stats.t.ppf(0.975, degrees_of_freedom) ** 2
+    centre = (p + q2 / (2 * n)) / (1 + q2 / n)
+    half = math.sqrt(q2) / (1 + q2 / n) * math.sqrt(p * (1 - p) / n + q2 / (4 * n * n))
+    return centre - half, centre + half
+
+
+def test_problems_alike_count_as_no_more_than_the_square_of_the_problems():
+    # 8 problems of 30 tasks, 5 epochs each, every problem passing 3 of 5 on each task but the
+    # odd task (as a run that drew none of a few problems' rare failures might): the spread is
+    # small and its n_eff far above 8^2 = 64, but 8 problems cannot rule out a ninth of another
+    # kind, so the interval is Wilson's on 64, not on the 1,200 trials.
+    values = np.tile(np.r_[np.full(29, 0.6), 0.8], 8)
+    values[-1] = 0.4
+    clusters = np.repeat(np.arange(8), 30)
+    s = spread(values, np.ones(240), clusters, np.full(240, 5))
+    assert s.trials_weighted == pytest.approx(1200)
+    assert s.value * (1 - s.value) / s.stderr**2 > 1200
+    assert rate_interval(s) == pytest.approx(wilson(s.value, 64, s.degrees_of_freedom), abs=1e-12)
+
+
 def test_weights_count_as_kish_effective_numbers():
     # Two tasks on problem 0 weigh 1/4 each, one on problem 1 weighs 1/2.
     s = spread(np.array([1.0, 0.0, 1.0]), np.array([1, 1, 2]), np.array([0, 0, 1]))

@@ -23,18 +23,28 @@ A rate's interval is Wilson's score interval (Wilson 1927) on the effective numb
 design-effect form used for clustered surveys (Kish 1965; Korn and Graubard 1998), with Student's
 t quantile on those degrees of freedom:
 
-- n_eff = p (1 - p) / SE^2, kept between the effective number of problems (every task of a
-  problem alike) and of independent trials (each task's epochs, or epochs / k for pass@k), each
-  counted by its weight; when p is 0 or 1, or SE is 0, the spread says nothing of the clustering,
-  so n_eff is the effective number of problems (the cautious end).
+- n_eff = p (1 - p) / SE^2, kept between the effective number of problems G (every task of a
+  problem alike) and the smaller of the independent trials (each task's epochs, or epochs / k
+  for pass@k) and G^2, each counted by its weight; when p is 0 or 1, or SE is 0, the spread says
+  nothing of the clustering, so n_eff is G (the cautious end).
+
+The cap at G^2 keeps SE^2 at least p (1 - p) / G^2, as if the problems' intraclass correlation
+were at least 1 / G: about what one problem in G of another kind adds (one that fails, or
+matches, where the others pass, or do not). A run of G problems cannot rule that out: a kind
+that one problem in G has is missing from about a third of such runs ((1 - 1/G)^G), and those
+runs, their problems all alike, show the smallest spread exactly when their rate is furthest
+from the truth, as when a few problems' rare failures decide a rate near 1. More tasks or epochs
+of the problems seen say nothing of the problems not seen, so the cap counts problems. Without it,
+the cap at the trials alone counted each epoch as a trial, and with several epochs such runs got
+too narrow an interval. A design effect for the epochs' correlation within a task left most of
+those short (in such runs the problems seen are alike but their epochs do vary), and capping at
+the tasks (epochs not counted) many (docs/benchmarks.md has the simulation).
 
 It stays inside [0, 1], is not of zero width at 0 or 1, and keeps its coverage with few problems,
-problems of very unequal numbers of tasks (multi-line infilling: 1 to 435 per problem) and rates
-near 0 or 1 with one epoch (`benchmarks/interval_coverage.py`). With several epochs it does not
-where a few problems' rare outcome decides the rate: the cap on n_eff counts each epoch as a
-trial, and a run that drew none of the rare problems gets too narrow an interval (measured, and
-a possible fix, in docs/benchmarks.md). A rate from fewer than two problems has no interval: one
-problem shows no spread to measure.
+problems of very unequal numbers of tasks (multi-line infilling: 1 to 435 per problem), rates
+near 0 or 1, and several epochs, but for a few cells of one task per problem at rates near 0 or
+1, within a few points (`benchmarks/interval_coverage.py`). A rate from fewer than two
+problems has no interval: one problem shows no spread to measure.
 
 Figures are sums of rounded shares, so a rate that is 0 or 1 can come out 1e-16 away, and an
 interval's end computed by the formula miss the figure it should meet by as much. A rate within
@@ -178,13 +188,19 @@ def rate_interval(s: Spread, confidence: float = CONFIDENCE) -> tuple[float, flo
         return None
     p = snapped(min(max(s.value, 0.0), 1.0))
     if 0 < p < 1 and s.stderr > 0:
-        n = min(max(p * (1 - p) / s.stderr**2, s.problems_weighted), s.trials_weighted)
+        n = min(max(p * (1 - p) / s.stderr**2, s.problems_weighted), most_trials(s))
     else:
         n = s.problems_weighted
     q2 = quantile(s, confidence) ** 2
     centre = (p + q2 / (2 * n)) / (1 + q2 / n)
     half = math.sqrt(q2) / (1 + q2 / n) * math.sqrt(p * (1 - p) / n + q2 / (4 * n * n))
     return bounded(p, (centre - half, centre + half))
+
+
+def most_trials(s: Spread) -> float:
+    """The most independent trials a rate's spread may count as: its trials (tasks x epochs), and
+    no more than the square of its problems (see the module)."""
+    return min(s.trials_weighted, s.problems_weighted**2)
 
 
 def difference_interval(
