@@ -6,9 +6,9 @@ to file descriptor 2, which the executor drains), moving data through a pipe bet
 their processes, and waiting for their own threads and child processes all pass, as they do on a
 quiet machine and under the reference on an idle one; programs that are wrong by time (a loop, a
 sleep, five seconds of CPU) still time out. Each correct program needs up to about a second of
-CPU; the test checks that the load held them back (to at least twice their CPU time in wall-clock
-time), as it holds back the reference's wall-clock limit. In both sandboxes, under runc and
-runsc.
+CPU; the test checks that the load held programs back (the loop, to half as long again as its
+limit in wall-clock time), as it holds back the reference's wall-clock limit. In both sandboxes,
+under runc and runsc.
 """
 
 import json
@@ -136,11 +136,10 @@ def test_no_verdict_depends_on_machine_load(sandbox, runtime, busy_machine, tmp_
         **{f"wrong by time/{name}": "timed out" for name in WRONG_BY_TIME},
     }
     assert verdicts == expected
-    walls = {sample_id: score["wall_seconds"] for sample_id, score in scores.items()}
-    # The load was real: it held correct programs back, to at least twice their main process's
-    # CPU time in wall-clock time.
-    stretch = {
-        name: walls[f"correct/{name}"] / max(scores[f"correct/{name}"]["cpu_seconds"], 0.01)
-        for name in CORRECT
-    }
-    assert max(stretch.values()) >= 2, stretch
+    # The load was real: it held back the loop, stopped at TIMEOUT of its own time (its CPU
+    # time; on a quiet machine it ends at about TIMEOUT of wall-clock time), to half as long
+    # again in wall-clock time at least. (A correct program's wall-clock time against its main
+    # process's CPU time shows the load under runc only: gVisor counts a process's waits for
+    # the host's CPU as its CPU time.)
+    loop = scores["wrong by time/a loop"]["wall_seconds"]
+    assert loop >= 1.5 * TIMEOUT, loop

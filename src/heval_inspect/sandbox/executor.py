@@ -1322,25 +1322,31 @@ class Run:
         return fd in self.streams
 
     def _read(self, fd: int) -> None:
+        chunk = b""
         try:
-            chunk = os.read(
-                fd, self.stderr_bytes if fd in self.streams else REPORT_BYTES - len(self.report)
-            )
+            if fd in self.streams:
+                # Into one buffer made once: a read of a few bytes allocates nothing, and none
+                # can fail for want of memory while a program holds all of the container's.
+                length = os.readv(fd, [_stderr_buffer()])
+            else:
+                chunk = os.read(fd, REPORT_BYTES - len(self.report))
+                length = len(chunk)
         except BlockingIOError:
             return
-        if len(chunk) >= EAGER_READ_BYTES:
+        if length >= EAGER_READ_BYTES:
             self.eager.add(fd)
         else:
             self.eager.discard(fd)
         if fd == self.report_fds[0]:
             self.report += chunk
-        elif not chunk:
+        elif not length:
             os.close(fd)
             del self.streams[fd]
             self.eager.discard(fd)
         else:
-            self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL_BYTES:]
-            self.stderr_full = self.stderr_full or len(chunk) >= self.stderr_bytes - PIPE_BUF
+            tail = _stderr_buffer()[max(0, length - STDERR_TAIL_BYTES) : length]
+            self.stderr_tail = (self.stderr_tail + tail)[-STDERR_TAIL_BYTES:]
+            self.stderr_full = self.stderr_full or length >= self.stderr_bytes - PIPE_BUF
 
     def _read_messages(self) -> None:
         """The warden's: the program's pid when it starts, its main process's wait status and CPU
@@ -1456,6 +1462,18 @@ def _close_all_but(*kept: int) -> None:
     ordered = sorted(set(kept))
     for low, high in zip([2, *ordered], [*ordered, 65536], strict=True):
         os.closerange(low + 1, high)
+
+
+def _stderr_buffer() -> bytearray:
+    """The buffer every read of a program's stderr goes into (one a process), as large as the
+    pipe may be."""
+    global _STDERR_BUFFER
+    if _STDERR_BUFFER is None:
+        _STDERR_BUFFER = bytearray(STDERR_PIPE_BYTES)
+    return _STDERR_BUFFER
+
+
+_STDERR_BUFFER: bytearray | None = None
 
 
 def _enlarged(pipe: int) -> int:
