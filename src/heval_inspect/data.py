@@ -27,6 +27,7 @@ from typing import Any
 
 from .errors import DataError
 from .host import cache_dir
+from .schema import SampleMetadata
 
 # Upstream commits the checksums below were taken from (openai/human-eval-infilling and
 # openai/human-eval on GitHub).
@@ -274,7 +275,7 @@ def problem_for(task_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
     """
     if "test" in metadata:
         return {"suffix": "", **metadata}
-    source = metadata.get("source")
+    source = SampleMetadata.read(metadata, task_id).source
     if not source:
         raise DataError(
             f"Sample {task_id} names no problem file (no `source` in its metadata): "

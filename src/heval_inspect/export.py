@@ -20,8 +20,7 @@ from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from .data import count_completions, problem_for
 from .errors import DataError
 from .extract import middle_from_chat
-from .schema import SCORER, completion_file_of
-from .solvers import MIDDLE
+from .schema import MIDDLE, SCORER, completion_file_of
 
 
 def export_results(log_file: str, samples: str | None = None, out: str | None = None) -> Path:

@@ -1,5 +1,5 @@
-"""What crosses modules, in one place: the names a log of ours is read by, the executor's verdict
-on a program (its structured cause included), and a shard's record.
+"""What crosses modules, in one place: the names a log of ours is read by, a sample's metadata,
+the executor's verdict on a program (its structured cause included), and a shard's record.
 
 Nothing here imports the rest of the package: every module that writes or reads these may
 import it. The executor (`sandbox/executor.py`) is shipped into the container as source and
@@ -19,6 +19,8 @@ SCORER = "unit_tests"  # the scorer's name: its scores are `sample.scores[SCORER
 TASK_PREFIX = "heval_inspect/"  # a log's task registry name starts with it when the task is ours
 # The eval metadata that names the `heval-inspect parallel` command a shard's log came from.
 RUN_KEY = "heval_run"
+# Where a solver leaves the code for the gap (the sample's store), for the scorer to insert as is.
+MIDDLE = "heval_inspect:middle"
 
 # The keys of the score's value: whether the program passed, and whether the model's code was
 # the canonical gap's (as it is, and stripped of surrounding white space); each 0.0 or 1.0.
@@ -39,6 +41,32 @@ def is_ours(task_registry_name: str | None) -> TypeGuard[str]:
     """Whether a log (by its task's registry name) is of one of this package's tasks (if so,
     the name is a string)."""
     return (task_registry_name or "").startswith(TASK_PREFIX)
+
+
+@dataclass(frozen=True)
+class SampleMetadata:
+    """What a sample of ours carries in its metadata: its subset, the HumanEval problem it was
+    cut from (what shards keep together and the standard errors are clustered by), and the
+    problem file it came from, where the solvers and the scorer find its texts
+    (`data.ProblemFile.source`: the file's name and the start of its SHA-256)."""
+
+    subset: str
+    problem_id: str
+    source: str
+
+    def metadata(self) -> dict[str, str]:
+        return asdict(self)
+
+    @classmethod
+    def read(cls, metadata: Mapping[str, Any] | None, sample_id: object) -> "SampleMetadata":
+        """From a sample's metadata. A sample of another dataset (or of a log older than these
+        fields) reads as subset "all", its own problem, and no source ("")."""
+        metadata = metadata or {}
+        return cls(
+            subset=str(metadata.get("subset", "all")),
+            problem_id=str(metadata.get("problem_id", sample_id)),
+            source=str(metadata.get("source") or ""),
+        )
 
 
 def completion_file_of(log: "EvalLog") -> str | None:

@@ -62,10 +62,10 @@ from .inspect_internals import EvalRecorder, log_compression_in_one_thread, open
 from .metrics import HEADLINE_STDERR
 from .run_logs import logs_by_run
 from .sandbox.pool_sandbox import standalone_pool
-from .schema import PASSED, RUN_KEY, SCORER, figures_of
+from .schema import MIDDLE, PASSED, RUN_KEY, SCORER, TASK_PREFIX, figures_of
 from .scorer import score_middle
 from .shard import Shard, parse_shard
-from .solvers import MIDDLE, replayed
+from .solvers import replayed
 from .tasks import TASKS, TaskArguments, problem_of
 
 # Arguments that choose how answers are made or run, which this command does not: it replays
@@ -213,7 +213,7 @@ _COMMON = {each.name for each in fields(TaskArguments)}
 
 
 def _task_function(task_name: str) -> Callable[..., Task]:
-    name = task_name.removeprefix("heval_inspect/")
+    name = task_name.removeprefix(TASK_PREFIX)
     if name not in TASKS:
         raise TaskArgumentError(
             f"--task {task_name}: not a task of heval_inspect; choose from {', '.join(TASKS)}."
@@ -226,7 +226,7 @@ def _run_key(task_name: str, task_args: dict, task: Task) -> str:
     reads (their checksums, which the task's provenance holds already)."""
     files = (task.metadata or {})["provenance"]["data_files"]
     described = json.dumps(
-        [task_name.removeprefix("heval_inspect/"), sorted(task_args.items()),
+        [task_name.removeprefix(TASK_PREFIX), sorted(task_args.items()),
          [file["sha256"] for file in files]],
         default=str,
     )  # fmt: skip

@@ -11,9 +11,9 @@ from .data import count_completions, problem_for, read_completions
 from .errors import NoModelError
 from .extract import middle_from_chat, middle_from_fim
 from .inspect_internals import Chain, PrerequisiteError
+from .schema import MIDDLE
 
-# Where a solver leaves the code for the gap, for the scorer to insert as is.
-MIDDLE = "heval_inspect:middle"
+__all__ = ["MIDDLE"]  # re-exported: code that took it from here before schema.py held it
 # The model name a replayed completion is recorded under.
 REPLAYED = "replay"
 

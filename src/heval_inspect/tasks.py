@@ -35,11 +35,11 @@ from .data import (
     sha256_of,
 )
 from .errors import DataError, TaskArgumentError, did_you_mean
-from .metrics import headline_name, humaneval_metrics, parse_ks
+from .metrics import PROBLEM_ID, headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, sandbox_compose_file
-from .schema import SCORER
+from .schema import SCORER, SampleMetadata
 from .scorer import unit_tests
 from .shard import apply_shard, parse_limit, parse_sample_ids, parse_shard, select
 from .solvers import AsksTheModel, infill_fim, replay
@@ -79,7 +79,7 @@ def record_to_sample(
         id=record["task_id"],
         input=fim_prompt(fim, prompt, suffix) if fim else chat_prompt(prompt, suffix),
         target=record["canonical_solution"],
-        metadata={"subset": subset, "problem_id": problem_id(record["task_id"]), "source": source},
+        metadata=SampleMetadata(subset, problem_id(record["task_id"]), source).metadata(),
     )
 
 
@@ -314,7 +314,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
         metrics=(
             None
             if scorer
-            else [humaneval_metrics(arguments.k, per_subset=per_subset, cluster="problem_id")]
+            else [humaneval_metrics(arguments.k, per_subset=per_subset, cluster=PROBLEM_ID)]
         ),
         headline_metric=(
             None if scorer else HeadlineMetric(scorer=SCORER, metric=headline_name(ks, per_subset))

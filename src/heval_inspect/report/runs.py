@@ -50,6 +50,7 @@ from ..schema import (
     PASSED,
     SCORER,
     TASK_PREFIX,
+    SampleMetadata,
     ShardRecord,
     cause_of,
     completion_file_of,
@@ -337,12 +338,13 @@ def _samples(file: str) -> Samples:
             continue
         value, metadata = score.value, score.metadata or {}
         target = summary.target if isinstance(summary.target, str) else "".join(summary.target)
+        sample = SampleMetadata.read(summary.metadata, summary.id)
         rows.append(
             (
                 str(summary.id),
                 summary.epoch,
-                str(summary.metadata.get("subset", "all")),
-                str(summary.metadata.get("problem_id", summary.id)),
+                sample.subset,
+                sample.problem_id,
                 float(value.get(PASSED, 0.0)),
                 *(float(value.get(key, 0.0)) for key in MEAN_FIGURES),
                 _cause(file, metadata),
