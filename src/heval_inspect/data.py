@@ -315,10 +315,28 @@ def _load_official(source: str) -> None:
         remember(open_official(file))
 
 
-def _find_local(file: OfficialFile, folder: Path) -> Path:
+def official_copies(sha256: str) -> list[Path]:
+    """Where a benchmark problem file (HumanEval's or an infilling subset's) with this SHA-256
+    would be on this machine: in $HEVAL_DATA_DIR, as the tasks look there, and in the download
+    cache. Nothing is downloaded, and the candidates may be absent or altered: check them."""
+    local = os.environ.get(DATA_DIR_ENV)
+    candidates: list[Path] = []
+    for file in (HUMANEVAL, *SUBSETS.values()):
+        if file.sha256 == sha256:
+            if local:
+                candidates += _local_candidates(file, Path(local).expanduser())
+            candidates.append(cache_dir() / file.folder / file.filename)
+    return candidates
+
+
+def _local_candidates(file: OfficialFile, folder: Path) -> tuple[Path, Path]:
     # Accept both a folder per upstream repository (human-eval-infilling/, human-eval/) and a flat
     # folder holding the files themselves.
-    for candidate in (folder / file.folder / file.filename, folder / file.filename):
+    return folder / file.folder / file.filename, folder / file.filename
+
+
+def _find_local(file: OfficialFile, folder: Path) -> Path:
+    for candidate in _local_candidates(file, folder):
         if candidate.is_file():
             return candidate
     raise DataError(

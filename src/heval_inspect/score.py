@@ -62,7 +62,7 @@ from .inspect_internals import EvalRecorder, log_compression_in_one_thread, open
 from .metrics import HEADLINE_STDERR
 from .run_logs import logs_by_run
 from .sandbox.pool_sandbox import standalone_pool
-from .schema import MIDDLE, PASSED, RUN_KEY, SCORER, TASK_PREFIX, figures_of
+from .schema import MIDDLE, PASSED, RUN_KEY, SCORER, TASK_PREFIX, EvalMetadata, figures_of
 from .scorer import score_middle
 from .shard import Shard, parse_shard
 from .solvers import replayed
@@ -224,10 +224,10 @@ def _task_function(task_name: str) -> Callable[..., Task]:
 def _run_key(task_name: str, task_args: dict, task: Task) -> str:
     """What makes two runs the same: the task, its arguments and the content of the files it
     reads (their checksums, which the task's provenance holds already)."""
-    files = (task.metadata or {})["provenance"]["data_files"]
+    files = EvalMetadata.read(task.metadata).provenance.data_files
     described = json.dumps(
         [task_name.removeprefix(TASK_PREFIX), sorted(task_args.items()),
-         [file["sha256"] for file in files]],
+         [file.sha256 for file in files]],
         default=str,
     )  # fmt: skip
     return hashlib.sha256(described.encode()).hexdigest()[:16]

@@ -39,7 +39,7 @@ from .metrics import PROBLEM_ID, headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, sandbox_compose_file
-from .schema import SCORER, SampleMetadata
+from .schema import SCORER, DataFile, SampleMetadata
 from .scorer import unit_tests
 from .shard import apply_shard, parse_limit, parse_sample_ids, parse_shard, select
 from .solvers import AsksTheModel, infill_fim, replay
@@ -270,9 +270,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
     completions, solver, scorer = arguments.samples, arguments.solver, arguments.scorer
     timeout, memory_limit, sandbox = arguments.timeout, arguments.memory_limit, arguments.sandbox
     samples = samples_of(files, fim)
-    data_files = [
-        {"role": "problems", "path": str(file.path), "sha256": file.sha256} for file, _ in files
-    ]
+    data_files = [DataFile("problems", str(file.path), file.sha256) for file, _ in files]
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
     ks = parse_ks(arguments.k)
     epochs = max(ks)
@@ -280,9 +278,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
         samples, epochs = _replayed(samples, completions, arguments.partial)
         solver = solver or replay(completions)
         path = Path(completions)
-        data_files.append(
-            {"role": "completions", "path": str(path.resolve()), "sha256": sha256_of(path)}
-        )
+        data_files.append(DataFile("completions", str(path.resolve()), sha256_of(path)))
     # The run's samples, then (below) the shard's share of them.
     samples = select(
         samples, parse_limit(arguments.limit), parse_sample_ids(arguments.sample_id),
