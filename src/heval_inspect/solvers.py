@@ -115,7 +115,9 @@ def replay(samples: str) -> Solver:
             (The task argument `-T samples=FILE` also sets the epochs and checks the file against
             the task's problems before anything runs.)
     """
-    count_completions(samples)  # a missing or malformed file stops the run before it starts
+    # A missing or malformed file stops the run before it starts (a file the task checked
+    # already is not read again: data.check_completions).
+    count_completions(samples)
     completions: dict[str, list[str]] = {}
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:

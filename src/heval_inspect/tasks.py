@@ -28,11 +28,10 @@ from .data import (
     HUMANEVAL,
     SUBSETS,
     ProblemFile,
-    count_completions,
+    check_completions,
     open_official,
     open_problems,
     remember,
-    sha256_of,
 )
 from .errors import DataError, TaskArgumentError, did_you_mean
 from .metrics import PROBLEM_ID, headline_name, humaneval_metrics, parse_ks
@@ -316,7 +315,8 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, settings: TaskSett
         samples, epochs = _replayed(samples, completions, settings.partial)
         solver = solver or replay(completions)
         path = Path(completions)
-        data_files.append(DataFile("completions", str(path.resolve()), sha256_of(path)))
+        checksum = check_completions(path).sha256  # the file checked by _replayed above
+        data_files.append(DataFile("completions", str(path.resolve()), checksum))
     # The run's samples, then (below) the shard's share of them.
     samples = select(samples, settings.limit, settings.sample_ids, lambda sample: str(sample.id))
     # Several subsets report each under its prefix, and blends; named by the task's subsets, so
@@ -375,7 +375,7 @@ def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sam
     Checked before anything runs: every task id must belong to the task, and every task must have
     completions unless `partial` (then only the tasks present are scored).
     """
-    completions = count_completions(path)
+    completions = check_completions(path).counts
     known = {str(sample.id) for sample in samples}
     unknown = [task_id for task_id in completions if task_id not in known]
     if unknown:
