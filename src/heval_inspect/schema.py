@@ -165,6 +165,13 @@ def executor_lost() -> Execution:
     )
 
 
+def verdict_of(score_metadata: Mapping[str, Any] | None) -> str | None:
+    """A score's verdict in the reference's words ("passed", "failed: ...", "timed out"), from
+    its metadata (`Execution.score_metadata`); None when it has none (another scorer's)."""
+    verdict = (score_metadata or {}).get("verdict")
+    return verdict if isinstance(verdict, str) else None
+
+
 def cause_of(score_metadata: dict[str, Any]) -> Cause | None:
     """A score's cause, from its metadata; None when it has none (a log scored by another
     scorer, or by a development version of ours that did not record it)."""
