@@ -1,5 +1,6 @@
 """What crosses modules, in one place: the names a log of ours is read by, a sample's metadata,
-the executor's verdict on a program (its structured cause included), and a shard's record.
+the executor's verdict on a program (its structured cause included), a shard's record, and a
+log's eval metadata (its task version and provenance, data files included).
 
 Nothing here imports the rest of the package: every module that writes or reads these may
 import it. The executor (`sandbox/executor.py`) is shipped into the container as source and
