@@ -39,14 +39,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 import psutil  # noqa: E402  (Inspect's dependency)
 from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.log import read_eval_log, write_eval_log  # noqa: E402
+from inspect_ai.log import EvalSample, read_eval_log, write_eval_log  # noqa: E402
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput  # noqa: E402
 from inspect_ai.scorer import Score  # noqa: E402
 
 from heval_inspect.data import SUBSETS, load_official  # noqa: E402
 from heval_inspect.explanation import explain, fenced  # noqa: E402
 from heval_inspect.prompts import chat_prompt  # noqa: E402
-from heval_inspect.schema import MEAN_FIGURES, PASSED, Cause, Execution  # noqa: E402
+from heval_inspect.schema import (  # noqa: E402
+    MEAN_FIGURES,
+    MIDDLE,
+    PASSED,
+    SHARD_KEY,
+    Cause,
+    Execution,
+    SampleMetadata,
+    ShardRecord,
+)
 from heval_inspect.scorer import assemble_program  # noqa: E402
 from heval_inspect.shard import split  # noqa: E402
 from heval_inspect.tasks import humaneval_infilling, problem_id  # noqa: E402
@@ -95,7 +104,8 @@ def build(work: Path, epochs: int, shards: int) -> list[str]:
     base = read_eval_log(template(work))
     model = base.samples[0]
     files = [(file, name) for name, file in SUBSETS.items()]
-    sources = {s.metadata["subset"]: s.metadata["source"] for s in base.samples}
+    read = [SampleMetadata.read(s.metadata, s.id) for s in base.samples]
+    sources = {each.subset: each.source for each in read}
     written = []
     for name, pass_rate in MODELS.items():
         chance = random.Random(name)
@@ -132,23 +142,25 @@ def build(work: Path, epochs: int, shards: int) -> list[str]:
                                 "epoch": epoch,
                                 "input": question,
                                 "target": middle,
-                                "metadata": {
-                                    "subset": subset,
-                                    "problem_id": problem_id(record["task_id"]),
-                                    "source": sources[subset],
-                                },
+                                "metadata": SampleMetadata(
+                                    subset, problem_id(record["task_id"]), sources[subset]
+                                ).metadata(),
                                 "messages": [
                                     ChatMessageUser(content=question),
                                     ChatMessageAssistant(content=fenced(middle, "python")),
                                 ],
                                 "output": ModelOutput.from_content("none", fenced(middle)),
                                 "scores": {"unit_tests": score},
-                                "store": {"heval_inspect:middle": middle},
+                                "store": {MIDDLE: middle},
                                 "events": [],
                             }
                         )
                     )
-        parts = split(samples, shards, lambda sample: sample.metadata["problem_id"])
+
+        def problem_of(sample: EvalSample) -> str:
+            return SampleMetadata.read(sample.metadata, sample.id).problem_id
+
+        parts = split(samples, shards, problem_of)
         for index, part in enumerate(parts, start=1):
             log = base.model_copy(deep=True)
             log.samples = part
@@ -157,13 +169,13 @@ def build(work: Path, epochs: int, shards: int) -> list[str]:
             log.results = None  # the report computes every figure from the samples
             if shards > 1:  # as `-T shard=i/n` records it (shard.apply_shard)
                 log.eval.task_args["shard"] = f"{index}/{shards}"
-                log.eval.metadata["shard"] = {
-                    "index": index, "count": shards, "numbering": "1-based",
-                    "tasks": len({s.id for s in part}),
-                    "problems": list(dict.fromkeys(s.metadata["problem_id"] for s in part)),
-                    "all_tasks": len({s.id for s in samples}),
-                    "all_problems": len({s.metadata["problem_id"] for s in samples}),
-                }  # fmt: skip
+                log.eval.metadata[SHARD_KEY] = ShardRecord(
+                    index=index, count=shards,
+                    tasks=len({s.id for s in part}),
+                    problems=list(dict.fromkeys(problem_of(s) for s in part)),
+                    all_tasks=len({s.id for s in samples}),
+                    all_problems=len({problem_of(s) for s in samples}),
+                ).metadata()  # fmt: skip
             path = out / f"{name}-{index}-of-{shards}.eval"
             write_eval_log(log, str(path))
             written.append(str(path))

@@ -1,6 +1,8 @@
 """Completions made elsewhere, in the reference's format: checked, replayed, exported back."""
 
+import hashlib
 import json
+from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
@@ -9,6 +11,7 @@ from heval_inspect.data import (
     EXAMPLE_PROBLEMS,
     EXAMPLE_SAMPLES,
     DataError,
+    check_completions,
     count_completions,
     official_path,
     read_completions,
@@ -36,6 +39,18 @@ def test_a_completion_file_can_be_read_for_some_tasks_only(tmp_path):
     path = write_rows(tmp_path / "s.jsonl", rows)
     assert read_completions(path, only={"c", "a"}) == {"a": ["a1", "a2"], "c": ["c1", "c2"]}
     assert count_completions(path) == {"a": 2, "b": 2, "c": 2}
+
+
+def test_a_completion_file_is_read_once_while_it_is_unchanged(tmp_path, monkeypatch):
+    path = write_rows(tmp_path / "s.jsonl", [{"task_id": t, "completion": t} for t in "aba"])
+    checked = check_completions(path)
+    assert checked.counts == {"a": 2, "b": 1}
+    assert checked.sha256 == hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    with monkeypatch.context() as patched:  # the task, its solver and `score` ask it again
+        patched.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} read again"))
+        assert check_completions(path) is checked and count_completions(path) == checked.counts
+    write_rows(Path(path), [{"task_id": "c", "completion": "longer than before"}])
+    assert check_completions(path).counts == {"c": 1}  # changed on disk: read again
 
 
 @pytest.mark.parametrize(

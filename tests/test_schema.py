@@ -5,8 +5,20 @@ import json
 
 import pytest
 
+from heval_inspect.provenance import eval_metadata
 from heval_inspect.sandbox import executor
-from heval_inspect.schema import Cause, Execution, ShardRecord, cause_of, executor_lost
+from heval_inspect.schema import (
+    RUN_KEY,
+    Cause,
+    DataFile,
+    EvalMetadata,
+    Execution,
+    SampleMetadata,
+    ShardRecord,
+    cause_of,
+    executor_lost,
+    verdict_of,
+)
 
 
 def test_the_executor_spells_out_the_schema_causes():
@@ -57,3 +69,37 @@ def test_a_shard_record_reads_back_as_written():
     assert ShardRecord.from_metadata(json.loads(json.dumps(record.metadata()))) == record
     assert record.metadata()["numbering"] == "1-based"
     assert ShardRecord.from_metadata(None) is None
+
+
+def test_a_sample_metadata_reads_back_as_written_and_another_datasets_as_its_own():
+    written = SampleMetadata("multi_line", "HumanEval/3", "file.jsonl.gz@0123456789ab")
+    assert list(written.metadata()) == ["subset", "problem_id", "source"]  # as logs hold them
+    assert SampleMetadata.read(json.loads(json.dumps(written.metadata())), "x") == written
+    assert SampleMetadata.read({"prompt": "..."}, "mine/7") == SampleMetadata("all", "mine/7", "")
+    assert SampleMetadata.read(None, 3) == SampleMetadata("all", "3", "")
+
+
+def test_eval_metadata_reads_back_as_written_and_an_older_logs_as_empty():
+    files = [DataFile("problems", "/data/p.jsonl", "ab" * 32), DataFile("completions", "/s", "cd")]
+    written = eval_metadata("2-B", files, "local", 3.0, 512, None)
+    record = ShardRecord(1, 2, tasks=3, problems=["HumanEval/1"], all_tasks=6, all_problems=2)
+    given = {"label": "mine", RUN_KEY: "0123"}  # --metadata, added by the run's command
+    logged = json.loads(json.dumps(written | {"shard": record.metadata()} | given))
+    metadata = EvalMetadata.read(logged)
+    assert metadata.task_metadata() == written
+    assert (metadata.full_task_version, metadata.task_comparability_version) == ("2-B", 2)
+    assert metadata.provenance.problem_files == files[:1]
+    assert metadata.provenance.completion_files == files[1:]
+    assert (metadata.provenance.timeout_seconds, metadata.provenance.memory_bytes) == (
+        3.0,
+        512 << 20,
+    )
+    assert (metadata.shard, metadata.label, metadata.run_key) == (record, "mine", "0123")
+    older = EvalMetadata.read(None)
+    assert older.provenance.data_files == [] and older.provenance.timeout_seconds is None
+    assert older.shard is None and older.full_task_version is None
+
+
+def test_a_verdict_is_read_from_a_scores_metadata():
+    assert verdict_of(Execution.from_answer(ANSWER).score_metadata()) == "failed: "
+    assert verdict_of({}) is None and verdict_of(None) is None

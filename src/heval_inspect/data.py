@@ -15,18 +15,20 @@ a sample names again, checked against the checksum the sample carries.
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import DataError
 from .host import cache_dir
+from .schema import SampleMetadata
 
 # Upstream commits the checksums below were taken from (openai/human-eval-infilling and
 # openai/human-eval on GitHub).
@@ -212,22 +214,26 @@ def completion_rows(path: str | Path) -> Iterator[tuple[str, str]]:
     """
     try:
         with open(path, encoding="utf-8") as lines:
-            for number, line in enumerate(lines, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    task_id, completion = str(row["task_id"]), row["completion"]
-                    if not isinstance(completion, str):
-                        raise TypeError("completion is not a string")
-                except (json.JSONDecodeError, KeyError, TypeError) as error:
-                    raise DataError(
-                        f"{path}, line {number}: expected a JSON object with a task_id and a "
-                        f"completion string ({error})."
-                    ) from error
-                yield task_id, completion
+            yield from _rows(path, lines)
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"Cannot read the completion file {path}: {error}") from error
+
+
+def _rows(path: str | Path, lines: Iterable[str]) -> Iterator[tuple[str, str]]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            task_id, completion = str(row["task_id"]), row["completion"]
+            if not isinstance(completion, str):
+                raise TypeError("completion is not a string")
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise DataError(
+                f"{path}, line {number}: expected a JSON object with a task_id and a "
+                f"completion string ({error})."
+            ) from error
+        yield task_id, completion
 
 
 def read_completions(path: str | Path, only: Collection[str] | None = None) -> dict[str, list[str]]:
@@ -243,7 +249,43 @@ def read_completions(path: str | Path, only: Collection[str] | None = None) -> d
 def count_completions(path: str | Path) -> dict[str, int]:
     """How many completions a file has for each task id, in file order (the file checked as
     `read_completions` checks it, its text not kept)."""
-    return _not_empty(dict(Counter(task_id for task_id, _ in completion_rows(path))), path)
+    return dict(check_completions(path).counts)
+
+
+@dataclass(frozen=True)
+class CheckedCompletions:
+    """A completion file checked (each line as `read_completions` reads it), its texts not kept:
+    its SHA-256 and how many completions it has for each task id, in file order."""
+
+    sha256: str
+    counts: dict[str, int]
+
+
+# The completion files checked in this process, by path and the file's identity on disk (size,
+# modification time, inode): the task, its replay solver and each log's task of `heval-inspect
+# score` check one file, and read it once for all of them.
+_CHECKED: dict[tuple[Path, int, int, int], CheckedCompletions] = {}
+
+
+def check_completions(path: str | Path) -> CheckedCompletions:
+    """A completion file checked, read once while it is unchanged: its checksum and its counts
+    come from the same bytes."""
+    try:
+        status = Path(path).stat()
+        identity = (Path(path).resolve(), status.st_size, status.st_mtime_ns, status.st_ino)
+        if identity in _CHECKED:
+            return _CHECKED[identity]
+        content = Path(path).read_bytes()
+        # Split into lines as `open` does (universal newlines), so that line numbers agree.
+        lines = io.StringIO(content.decode("utf-8"), newline=None)
+    except (OSError, UnicodeDecodeError) as error:
+        raise DataError(f"Cannot read the completion file {path}: {error}") from error
+    counts = Counter(task_id for task_id, _ in _rows(path, lines))
+    checked = CheckedCompletions(
+        hashlib.sha256(content).hexdigest(), _not_empty(dict(counts), path)
+    )
+    _CHECKED[identity] = checked
+    return checked
 
 
 def _not_empty(completions: dict[str, Any], path: str | Path) -> dict[str, Any]:
@@ -274,7 +316,7 @@ def problem_for(task_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
     """
     if "test" in metadata:
         return {"suffix": "", **metadata}
-    source = metadata.get("source")
+    source = SampleMetadata.read(metadata, task_id).source
     if not source:
         raise DataError(
             f"Sample {task_id} names no problem file (no `source` in its metadata): "
@@ -314,10 +356,28 @@ def _load_official(source: str) -> None:
         remember(open_official(file))
 
 
-def _find_local(file: OfficialFile, folder: Path) -> Path:
+def official_copies(sha256: str) -> list[Path]:
+    """Where a benchmark problem file (HumanEval's or an infilling subset's) with this SHA-256
+    would be on this machine: in $HEVAL_DATA_DIR, as the tasks look there, and in the download
+    cache. Nothing is downloaded, and the candidates may be absent or altered: check them."""
+    local = os.environ.get(DATA_DIR_ENV)
+    candidates: list[Path] = []
+    for file in (HUMANEVAL, *SUBSETS.values()):
+        if file.sha256 == sha256:
+            if local:
+                candidates += _local_candidates(file, Path(local).expanduser())
+            candidates.append(cache_dir() / file.folder / file.filename)
+    return candidates
+
+
+def _local_candidates(file: OfficialFile, folder: Path) -> tuple[Path, Path]:
     # Accept both a folder per upstream repository (human-eval-infilling/, human-eval/) and a flat
     # folder holding the files themselves.
-    for candidate in (folder / file.folder / file.filename, folder / file.filename):
+    return folder / file.folder / file.filename, folder / file.filename
+
+
+def _find_local(file: OfficialFile, folder: Path) -> Path:
+    for candidate in _local_candidates(file, folder):
         if candidate.is_file():
             return candidate
     raise DataError(

@@ -20,8 +20,7 @@ from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from .data import count_completions, problem_for
 from .errors import DataError
 from .extract import middle_from_chat
-from .schema import SCORER, completion_file_of
-from .solvers import MIDDLE
+from .schema import MIDDLE, SCORER, completion_file_of, verdict_of
 
 
 def export_results(log_file: str, samples: str | None = None, out: str | None = None) -> Path:
@@ -65,8 +64,9 @@ def _read_log(log_file: str) -> EvalLog:
 
 def _verdict(sample: EvalSample) -> str:
     score = (sample.scores or {}).get(SCORER)
-    if score is not None and "verdict" in (score.metadata or {}):
-        return score.metadata["verdict"]  # type: ignore[index]
+    verdict = verdict_of(score.metadata) if score is not None else None
+    if verdict is not None:
+        return verdict
     if sample.error is not None:
         return f"error: {sample.error.message}"
     return "not scored"

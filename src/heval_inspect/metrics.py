@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike
 
 from .data import SUBSETS
 from .errors import TaskArgumentError
-from .schema import MEAN_FIGURES, PASSED, figures_of, is_ours
+from .schema import MEAN_FIGURES, PASSED, SampleMetadata, figures_of, is_ours
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +44,8 @@ HEADLINE_STDERR = "stderr"
 # The blend a run of several subsets leads with: every task counts the same, as in the reference
 # harness's mean over the tasks it is given.
 HEADLINE_BLEND = "sample_weighted/"
+# The sample metadata (SampleMetadata.problem_id) the standard errors are clustered by.
+PROBLEM_ID = "problem_id"
 
 
 def headline_name(ks: list[int], per_subset: bool) -> str:
@@ -161,7 +163,7 @@ class TaskColumns:
 # it reads every epoch unreduced; real evals under --epochs-reducer in test_run_output.py test it.
 @metric(scores="unreduced")
 def humaneval_metrics(  # inspect-evals-lint: ignore[IETS008] -- tested by real evals (above)
-    k: int | str | list[int] = 1, per_subset: bool | None = None, cluster: str = "problem_id"
+    k: int | str | list[int] = 1, per_subset: bool | None = None, cluster: str = PROBLEM_ID
 ) -> Metric:
     """pass@k for each k, exact match (strict and stripped), per subset and blended.
 
@@ -265,14 +267,26 @@ def blends(
 def _tasks(scores: list[SampleScore], cluster: str) -> TaskColumns:
     """The task columns of the scores of every epoch of every task."""
     values = [figures_of(sample_score.score.value) for sample_score in scores]
-    metadata = [sample_score.sample_metadata or {} for sample_score in scores]
     ids = [str(sample_score.sample_id) for sample_score in scores]
+    metadata = [
+        SampleMetadata.read(sample_score.sample_metadata, id)
+        for sample_score, id in zip(scores, ids, strict=True)
+    ]
+    # Another cluster than ours (a sample of another dataset) is read under the name given.
+    problems = (
+        [each.problem_id for each in metadata]
+        if cluster == PROBLEM_ID
+        else [
+            (sample_score.sample_metadata or {}).get(cluster, id)
+            for sample_score, id in zip(scores, ids, strict=True)
+        ]
+    )
     return TaskColumns.of_samples(
         task_id=np.array(ids),
         passed=np.array([float(value[PASSED]) for value in values]),
         means={key: np.array([float(value[key]) for value in values]) for key in MEAN_FIGURES},
-        subset=np.array([each.get("subset", "all") for each in metadata]),
-        problem=np.array([each.get(cluster, id) for each, id in zip(metadata, ids, strict=True)]),
+        subset=np.array([each.subset for each in metadata]),
+        problem=np.array(problems),
     )
 
 

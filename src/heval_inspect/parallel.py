@@ -39,7 +39,7 @@ from .sandbox.capacity import (
     containers_the_machine_holds,
     file_table,
 )
-from .schema import RUN_KEY, ShardRecord
+from .schema import RUN_KEY, EvalMetadata
 
 
 def pool_sizes(shards: int, cores: int) -> list[int]:
@@ -164,7 +164,7 @@ def finished_shards(log_dir: str, key: str, shards: int) -> dict[int, str]:
     """The shards (of `shards`) of the command `key` that have a successful log in `log_dir`."""
     finished = {}
     for name, header in logs_of_run(log_dir, key):
-        shard = ShardRecord.from_metadata((header.eval.metadata or {}).get("shard"))
+        shard = EvalMetadata.read(header.eval.metadata).shard
         if header.status == "success" and shard is not None and shard.count == shards:
             finished[shard.index] = name
     return finished
@@ -245,7 +245,7 @@ def latest_logs(log_dir: str, key: str) -> dict[int, tuple[str, EvalLog]]:
     """Each shard's newest log of the run `key` in `log_dir`, with its header."""
     latest: dict[int, tuple[str, EvalLog]] = {}
     for name, header in logs_of_run(log_dir, key):
-        shard = ShardRecord.from_metadata((header.eval.metadata or {}).get("shard"))
+        shard = EvalMetadata.read(header.eval.metadata).shard
         if shard and (
             shard.index not in latest or header.eval.created > latest[shard.index][1].eval.created
         ):

@@ -19,7 +19,7 @@ from inspect_ai.hooks import Hooks, TaskStart, hooks
 from . import prompts
 from .prompts import FimFormat
 from .sandbox.provenance import image_ids, limits, sandbox_provenance
-from .schema import is_ours
+from .schema import DataFile, EvalMetadata, Provenance, is_ours
 
 PACKAGE = "heval-inspect"
 PACKAGE_DIR = Path(__file__).parent
@@ -33,7 +33,7 @@ def task_version(version: str) -> int:
 
 def eval_metadata(
     version: str,
-    data_files: list[dict[str, str]],
+    data_files: list[DataFile],
     sandbox_kind: str,
     timeout: float,
     memory_limit: int,
@@ -43,26 +43,25 @@ def eval_metadata(
 
     Args:
         version: The task's version, "N-X".
-        data_files: Each file the run reads: {"role": "problems" or "completions", "path",
-            "sha256"}.
+        data_files: Each file the run reads (its problem files, then its completion file).
         sandbox_kind: "pool", "docker" or "local".
         timeout: The time limit of each program (seconds).
         memory_limit: The address space of each of a program's processes (MiB).
         fim: The FIM family the prompts are written for, or None for the chat prompts.
     """
     comparability, interface = version.split("-")
-    return {
-        "full_task_version": version,
-        "task_comparability_version": int(comparability),
-        "task_interface_version": interface,
-        "provenance": {
-            "package": {"name": PACKAGE, "version": _version(), "source_sha256": source_sha256()},
-            "data_files": data_files,
-            "sandbox": sandbox_provenance(sandbox_kind),
-            "limits": limits(sandbox_kind, timeout, memory_limit),
-            "prompt": _prompt(fim),
-        },
-    }
+    return EvalMetadata(
+        full_task_version=version,
+        task_comparability_version=int(comparability),
+        task_interface_version=interface,
+        provenance=Provenance(
+            package={"name": PACKAGE, "version": _version(), "source_sha256": source_sha256()},
+            data_files=data_files,
+            sandbox=sandbox_provenance(sandbox_kind),
+            limits=limits(sandbox_kind, timeout, memory_limit),
+            prompt=_prompt(fim),
+        ),
+    ).task_metadata()
 
 
 def source_sha256() -> str:
@@ -91,7 +90,8 @@ class SandboxImages(Hooks):
     async def on_task_start(self, data: TaskStart) -> None:
         if not is_ours(data.spec.task_registry_name):
             return
-        sandbox = (data.spec.metadata or {}).get("provenance", {}).get("sandbox", {})
+        # The header's own record (not a copy): the ids are filled into it.
+        sandbox = EvalMetadata.read(data.spec.metadata).provenance.sandbox
         if sandbox.get("image"):
             sandbox.update(await image_ids(sandbox["image"], sandbox["base_image"]))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-from .schema import RUN_KEY
+from .schema import EvalMetadata
 
 
 def logs_of_run(log_dir: str, key: str) -> list[tuple[str, EvalLog]]:
@@ -24,6 +24,6 @@ def logs_by_run(log_dir: str) -> dict[str, list[tuple[str, EvalLog]]]:
     found: dict[str, list[tuple[str, EvalLog]]] = {}
     for info in list_eval_logs(log_dir, recursive=False):
         header = read_eval_log(info.name, header_only=True)
-        if key := (header.eval.metadata or {}).get(RUN_KEY):
+        if key := EvalMetadata.read(header.eval.metadata).run_key:
             found.setdefault(key, []).append((info.name, header))
     return found

@@ -1,5 +1,6 @@
-"""What crosses modules, in one place: the names a log of ours is read by, the executor's verdict
-on a program (its structured cause included), and a shard's record.
+"""What crosses modules, in one place: the names a log of ours is read by, a sample's metadata,
+the executor's verdict on a program (its structured cause included), a shard's record, and a
+log's eval metadata (its task version and provenance, data files included).
 
 Nothing here imports the rest of the package: every module that writes or reads these may
 import it. The executor (`sandbox/executor.py`) is shipped into the container as source and
@@ -7,7 +8,7 @@ imports nothing of ours, so it spells the causes out again; a test holds the two
 """
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -19,6 +20,10 @@ SCORER = "unit_tests"  # the scorer's name: its scores are `sample.scores[SCORER
 TASK_PREFIX = "heval_inspect/"  # a log's task registry name starts with it when the task is ours
 # The eval metadata that names the `heval-inspect parallel` command a shard's log came from.
 RUN_KEY = "heval_run"
+# The eval metadata that says which shard of a run a log ran (ShardRecord).
+SHARD_KEY = "shard"
+# Where a solver leaves the code for the gap (the sample's store), for the scorer to insert as is.
+MIDDLE = "heval_inspect:middle"
 
 # The keys of the score's value: whether the program passed, and whether the model's code was
 # the canonical gap's (as it is, and stripped of surrounding white space); each 0.0 or 1.0.
@@ -39,6 +44,32 @@ def is_ours(task_registry_name: str | None) -> TypeGuard[str]:
     """Whether a log (by its task's registry name) is of one of this package's tasks (if so,
     the name is a string)."""
     return (task_registry_name or "").startswith(TASK_PREFIX)
+
+
+@dataclass(frozen=True)
+class SampleMetadata:
+    """What a sample of ours carries in its metadata: its subset, the HumanEval problem it was
+    cut from (what shards keep together and the standard errors are clustered by), and the
+    problem file it came from, where the solvers and the scorer find its texts
+    (`data.ProblemFile.source`: the file's name and the start of its SHA-256)."""
+
+    subset: str
+    problem_id: str
+    source: str
+
+    def metadata(self) -> dict[str, str]:
+        return asdict(self)
+
+    @classmethod
+    def read(cls, metadata: Mapping[str, Any] | None, sample_id: object) -> "SampleMetadata":
+        """From a sample's metadata. A sample of another dataset (or of a log older than these
+        fields) reads as subset "all", its own problem, and no source ("")."""
+        metadata = metadata or {}
+        return cls(
+            subset=str(metadata.get("subset", "all")),
+            problem_id=str(metadata.get("problem_id", sample_id)),
+            source=str(metadata.get("source") or ""),
+        )
 
 
 def completion_file_of(log: "EvalLog") -> str | None:
@@ -135,6 +166,13 @@ def executor_lost() -> Execution:
     )
 
 
+def verdict_of(score_metadata: Mapping[str, Any] | None) -> str | None:
+    """A score's verdict in the reference's words ("passed", "failed: ...", "timed out"), from
+    its metadata (`Execution.score_metadata`); None when it has none (another scorer's)."""
+    verdict = (score_metadata or {}).get("verdict")
+    return verdict if isinstance(verdict, str) else None
+
+
 def cause_of(score_metadata: dict[str, Any]) -> Cause | None:
     """A score's cause, from its metadata; None when it has none (a log scored by another
     scorer, or by a development version of ours that did not record it)."""
@@ -161,5 +199,120 @@ class ShardRecord:
         return asdict(self)
 
     @classmethod
-    def from_metadata(cls, metadata: dict[str, Any] | None) -> "ShardRecord | None":
+    def from_metadata(cls, metadata: Mapping[str, Any] | None) -> "ShardRecord | None":
         return cls(**metadata) if metadata else None
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A file a run read, as its provenance records it (`provenance.data_files`)."""
+
+    role: str  # "problems" or "completions"
+    path: str  # as it was on the machine that ran
+    sha256: str
+
+    def metadata(self) -> dict[str, str]:
+        return asdict(self)
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> "DataFile":
+        return cls(
+            role=str(metadata.get("role", "")),
+            path=str(metadata.get("path", "")),
+            sha256=str(metadata["sha256"]),
+        )
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How a log's verdicts were made (its eval metadata's `provenance`; provenance.py writes
+    it): the package, the data files, the sandbox, the limits and the prompt. The sandbox's and
+    the limits' records are sandbox/provenance.py's, kept as the log holds them: reading a
+    header's metadata keeps the very dicts, so that the hook that learns the image ids fills
+    them into the header in place."""
+
+    package: dict[str, str]
+    data_files: list[DataFile]
+    sandbox: dict[str, Any]
+    limits: dict[str, Any]
+    prompt: dict[str, Any]
+
+    @property
+    def problem_files(self) -> list[DataFile]:
+        return [file for file in self.data_files if file.role == "problems"]
+
+    @property
+    def completion_files(self) -> list[DataFile]:
+        return [file for file in self.data_files if file.role == "completions"]
+
+    @property
+    def timeout_seconds(self) -> float | None:
+        return self.limits.get("timeout_seconds")
+
+    @property
+    def memory_bytes(self) -> int | None:
+        return self.limits.get("memory_bytes")
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "data_files": [file.metadata() for file in self.data_files],
+            "sandbox": self.sandbox,
+            "limits": self.limits,
+            "prompt": self.prompt,
+        }
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> "Provenance":
+        """From a log's record; a part missing (a log older than it) reads as empty."""
+        return cls(
+            package=metadata.get("package", {}),
+            data_files=[DataFile.from_metadata(each) for each in metadata.get("data_files", [])],
+            sandbox=metadata.get("sandbox", {}),
+            limits=metadata.get("limits", {}),
+            prompt=metadata.get("prompt", {}),
+        )
+
+
+@dataclass(frozen=True)
+class EvalMetadata:
+    """What the eval metadata of a log of ours holds, as the package writes and reads it.
+
+    The task writes the version and the provenance (provenance.py) and a shard its record
+    (shard.py); the run's command adds the run key (`heval-inspect parallel` and `score`) and
+    the user a `label` (--metadata). A log older than any of these reads it as None (empty
+    provenance), as a log of another task does.
+    """
+
+    full_task_version: str | None = None  # "N-X"
+    task_comparability_version: int | None = None  # N
+    task_interface_version: str | None = None  # X
+    provenance: Provenance = field(default_factory=lambda: Provenance.from_metadata({}))
+    shard: "ShardRecord | None" = None
+    label: str | None = None  # what the report names the run
+    run_key: str | None = None  # RUN_KEY: the command the log came from
+
+    def task_metadata(self) -> dict[str, Any]:
+        """What a task records (the version and the provenance), in the log's order."""
+        return {
+            "full_task_version": self.full_task_version,
+            "task_comparability_version": self.task_comparability_version,
+            "task_interface_version": self.task_interface_version,
+            "provenance": self.provenance.metadata(),
+        }
+
+    @classmethod
+    def read(cls, metadata: Mapping[str, Any] | None) -> "EvalMetadata":
+        metadata = metadata or {}
+        comparability = metadata.get("task_comparability_version")
+        label = metadata.get("label")
+        run_key = metadata.get(RUN_KEY)
+        return cls(
+            full_task_version=metadata.get("full_task_version"),
+            task_comparability_version=None if comparability is None else int(comparability),
+            task_interface_version=metadata.get("task_interface_version"),
+            provenance=Provenance.from_metadata(metadata.get("provenance", {})),
+            shard=ShardRecord.from_metadata(metadata.get(SHARD_KEY)),
+            label=str(label) if label else None,
+            run_key=str(run_key) if run_key else None,
+        )

@@ -62,11 +62,11 @@ from .inspect_internals import EvalRecorder, log_compression_in_one_thread, open
 from .metrics import HEADLINE_STDERR
 from .run_logs import logs_by_run
 from .sandbox.pool_sandbox import standalone_pool
-from .schema import PASSED, RUN_KEY, SCORER, figures_of
+from .schema import MIDDLE, PASSED, RUN_KEY, SCORER, TASK_PREFIX, EvalMetadata, figures_of
 from .scorer import score_middle
 from .shard import Shard, parse_shard
-from .solvers import MIDDLE, replayed
-from .tasks import TASKS, TaskArguments, problem_of
+from .solvers import replayed
+from .tasks import TASKS, TaskArguments, TaskSettings, problem_of
 
 # Arguments that choose how answers are made or run, which this command does not: it replays
 # the completion file in the pool sandbox.
@@ -114,10 +114,15 @@ def score_completions(
     if samples_per_log < 1:
         raise TaskArgumentError(f"--samples-per-log {samples_per_log}: give 1 or more.")
     whole = function(samples=samples, **{k: v for k, v in task_args.items() if k != "shard"})
+    # The limits each program runs under, parsed as the task parsed them (it refused any bad
+    # argument already): the same for every log of the run.
+    settings = TaskArguments(
+        samples=samples, **{arg: value for arg, value in task_args.items() if arg in _COMMON}
+    ).parse()
     log_compression_in_one_thread()  # a log entry per sample: see inspect_internals
     shards = log_shards(whole, task_args.get("shard"), samples_per_log)
     logs = asyncio.run(
-        _run_logs(function, whole, task_name, samples, task_args, shards, log_dir,
+        _run_logs(function, whole, task_name, samples, settings, task_args, shards, log_dir,
                   metadata or {}, progress)
     )  # fmt: skip
     shard = task_args.get("shard")
@@ -174,6 +179,7 @@ async def _run_logs(
     whole: Task,
     task_name: str,
     samples: str,
+    settings: TaskSettings,
     task_args: dict[str, Any],
     shards: list[str | None],
     log_dir: str,
@@ -198,12 +204,9 @@ async def _run_logs(
             continue
         # This log's completions alone: memory does not grow with the file either.
         completions = read_completions(samples, only={str(sample.id) for sample in task.dataset})
-        arguments = TaskArguments(
-            samples=samples, **{arg: value for arg, value in shard_args.items() if arg in _COMMON}
-        )
         interrupted = [log for log, _ in earlier]
         logs.append(
-            await _run(task, completions, arguments, log_dir, metadata | {RUN_KEY: key},
+            await _run(task, completions, settings, log_dir, metadata | {RUN_KEY: key},
                        interrupted, progress)
         )  # fmt: skip
     return logs
@@ -213,7 +216,7 @@ _COMMON = {each.name for each in fields(TaskArguments)}
 
 
 def _task_function(task_name: str) -> Callable[..., Task]:
-    name = task_name.removeprefix("heval_inspect/")
+    name = task_name.removeprefix(TASK_PREFIX)
     if name not in TASKS:
         raise TaskArgumentError(
             f"--task {task_name}: not a task of heval_inspect; choose from {', '.join(TASKS)}."
@@ -224,10 +227,10 @@ def _task_function(task_name: str) -> Callable[..., Task]:
 def _run_key(task_name: str, task_args: dict, task: Task) -> str:
     """What makes two runs the same: the task, its arguments and the content of the files it
     reads (their checksums, which the task's provenance holds already)."""
-    files = (task.metadata or {})["provenance"]["data_files"]
+    files = EvalMetadata.read(task.metadata).provenance.data_files
     described = json.dumps(
-        [task_name.removeprefix("heval_inspect/"), sorted(task_args.items()),
-         [file["sha256"] for file in files]],
+        [task_name.removeprefix(TASK_PREFIX), sorted(task_args.items()),
+         [file.sha256 for file in files]],
         default=str,
     )  # fmt: skip
     return hashlib.sha256(described.encode()).hexdigest()[:16]
@@ -236,7 +239,7 @@ def _run_key(task_name: str, task_args: dict, task: Task) -> str:
 async def _run(
     task: Task,
     completions: dict[str, list[str]],
-    arguments: TaskArguments,
+    settings: TaskSettings,
     log_dir: str,
     metadata: dict[str, Any],
     interrupted: list[str],
@@ -266,7 +269,7 @@ async def _run(
         async def work() -> None:
             for sample, epoch in pending:
                 completion = completions[str(sample.id)][epoch - 1]
-                scored = await _sample(sample, epoch, completion, arguments, scorer.options)
+                scored = await _sample(sample, epoch, completion, settings, scorer.options)
                 await writer.add(scored)
                 progress.add(scored)
 
@@ -370,7 +373,7 @@ async def _sample(
     sample: Sample,
     epoch: int,
     completion: str,
-    arguments: TaskArguments,
+    settings: TaskSettings,
     scorer_args: dict[str, Any] | None,
 ) -> EvalSample:
     """One sample as `inspect eval` records it with the replay solver and the unit tests."""
@@ -378,7 +381,7 @@ async def _sample(
     problem = problem_for(str(sample.id), sample.metadata or {})
     target = str(sample.target)
     scored = await score_middle(
-        problem, completion, target, arguments.timeout, arguments.memory_limit
+        problem, completion, target, settings.timeout, settings.memory_limit
     )
     seconds = round(time.monotonic() - clock, 3)
     output, message = replayed(completion)

@@ -15,8 +15,7 @@ from .extract import middle_from_chat
 from .metrics import humaneval_metrics
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from .sandbox.execution import execute
-from .schema import EXACT_MATCH, EXACT_MATCH_STRIPPED, PASSED, SCORER, Cause
-from .solvers import MIDDLE
+from .schema import EXACT_MATCH, EXACT_MATCH_STRIPPED, MIDDLE, PASSED, SCORER, Cause
 
 
 def assemble_program(prompt: str, middle: str, suffix: str, test: str, entry_point: str) -> str:

@@ -25,7 +25,7 @@ from inspect_ai import Task
 from inspect_ai.dataset import MemoryDataset, Sample
 
 from .errors import TaskArgumentError
-from .schema import ShardRecord
+from .schema import SHARD_KEY, ShardRecord
 
 T = TypeVar("T")
 
@@ -160,7 +160,7 @@ def apply_shard(task: Task, shard: Shard | None, group: Callable[[Sample], str])
         )
     task.dataset = MemoryDataset(mine, name=task.dataset.name, location=task.dataset.location)
     task.metadata = (task.metadata or {}) | {
-        "shard": ShardRecord(
+        SHARD_KEY: ShardRecord(
             index=shard.index,
             count=shard.count,
             tasks=len(mine),

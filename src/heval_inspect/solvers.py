@@ -11,9 +11,9 @@ from .data import count_completions, problem_for, read_completions
 from .errors import NoModelError
 from .extract import middle_from_chat, middle_from_fim
 from .inspect_internals import Chain, PrerequisiteError
+from .schema import MIDDLE
 
-# Where a solver leaves the code for the gap, for the scorer to insert as is.
-MIDDLE = "heval_inspect:middle"
+__all__ = ["MIDDLE"]  # re-exported: code that took it from here before schema.py held it
 # The model name a replayed completion is recorded under.
 REPLAYED = "replay"
 
@@ -115,7 +115,9 @@ def replay(samples: str) -> Solver:
             (The task argument `-T samples=FILE` also sets the epochs and checks the file against
             the task's problems before anything runs.)
     """
-    count_completions(samples)  # a missing or malformed file stops the run before it starts
+    # A missing or malformed file stops the run before it starts (a file the task checked
+    # already is not read again: data.check_completions).
+    count_completions(samples)
     completions: dict[str, list[str]] = {}
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:

@@ -17,7 +17,8 @@ from .data import problem_for
 from .extract import middle_from_fim
 from .fim_endpoints import FimRequest, SuffixFimAPI
 from .prompts import FIM_FORMATS
-from .solvers import MIDDLE, infill_chat
+from .schema import MIDDLE
+from .solvers import infill_chat
 
 # What ends a middle whatever the model's family: every family's end and FIM tokens (a server
 # that does not treat them as special returns them as text, with whatever the model wrote after).

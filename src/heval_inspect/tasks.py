@@ -28,20 +28,19 @@ from .data import (
     HUMANEVAL,
     SUBSETS,
     ProblemFile,
-    count_completions,
+    check_completions,
     open_official,
     open_problems,
     remember,
-    sha256_of,
 )
 from .errors import DataError, TaskArgumentError, did_you_mean
-from .metrics import headline_name, humaneval_metrics, parse_ks
+from .metrics import PROBLEM_ID, headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, sandbox_compose_file
-from .schema import SCORER
+from .schema import SCORER, DataFile, SampleMetadata
 from .scorer import unit_tests
-from .shard import apply_shard, parse_limit, parse_sample_ids, parse_shard, select
+from .shard import Shard, apply_shard, parse_limit, parse_sample_ids, parse_shard, select
 from .solvers import AsksTheModel, infill_fim, replay
 from .suffix_solvers import infill
 
@@ -79,7 +78,7 @@ def record_to_sample(
         id=record["task_id"],
         input=fim_prompt(fim, prompt, suffix) if fim else chat_prompt(prompt, suffix),
         target=record["canonical_solution"],
-        metadata={"subset": subset, "problem_id": problem_id(record["task_id"]), "source": source},
+        metadata=SampleMetadata(subset, problem_id(record["task_id"]), source).metadata(),
     )
 
 
@@ -175,8 +174,9 @@ class TaskArguments:
     limit: int | str | None = None
     sample_id: str | list[str] | None = None
 
-    def check(self) -> None:
-        """The plain-valued arguments, checked before any file is read."""
+    def parse(self) -> "TaskSettings":
+        """The arguments parsed, before any file is read: what the task is built from. Each is
+        parsed here alone; a value of the wrong type or range stops the run with what to give."""
         for name in ("data_dir", "problem_file", "samples"):
             if getattr(self, name) is not None:
                 check_path(name, getattr(self, name))
@@ -184,18 +184,59 @@ class TaskArguments:
         check_name("sandbox", self.sandbox, ", ".join(SANDBOX_TYPES))
         check_timeout(self.timeout)
         check_memory_limit(self.memory_limit)
+        fim = None
         if self.fim_format is not None:
             check_name("fim_format", self.fim_format, ", ".join(prompts.FIM_FORMATS))
-            prompts.fim_format(self.fim_format)
-        parse_ks(self.k)
-        parse_shard(self.shard)
-        parse_limit(self.limit)
-        parse_sample_ids(self.sample_id)
+            fim = prompts.fim_format(self.fim_format)
+        ks = parse_ks(self.k)
+        shard = parse_shard(self.shard)
+        limit = parse_limit(self.limit)
+        sample_ids = parse_sample_ids(self.sample_id)
+        _check_sandbox_name(self.sandbox)
+        return TaskSettings(
+            data_dir=self.data_dir,
+            problem_file=self.problem_file,
+            samples=self.samples,
+            partial=self.partial,
+            k=self.k,
+            ks=ks,
+            solver=self.solver,
+            scorer=self.scorer,
+            sandbox=self.sandbox,
+            timeout=self.timeout,
+            memory_limit=self.memory_limit,
+            fim=fim,
+            shard=shard,
+            limit=limit,
+            sample_ids=sample_ids,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskSettings:
+    """The task arguments parsed (`TaskArguments.parse`): the values the task, its metric, its
+    solver and `heval-inspect score` use, so that none parses an argument again."""
+
+    data_dir: str | None
+    problem_file: str | None
+    samples: str | None  # the completion file
+    partial: bool
+    k: int | str | list[int]  # as given: the metric records it so in the log
+    ks: list[int]  # the k of pass@k, ascending
+    solver: Solver | None
+    scorer: Scorer | None
+    sandbox: SandboxName
+    timeout: float
+    memory_limit: int
+    fim: FimFormat | None
+    shard: Shard | None
+    limit: slice | None  # of the whole run's samples, before the shard's share
+    sample_ids: list[str] | None
 
 
 def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
-    """`build(arguments, **own)` as a task function: given the checked TaskArguments and its own
-    keyword arguments (those of `build` after the first).
+    """`build(settings, **own)` as a task function: given the parsed TaskArguments (TaskSettings)
+    and its own keyword arguments (those of `build` after the first).
 
     Its signature, which Inspect reads for `-T`, the log's task arguments and the viewer, is
     keyword-only: `build`'s own arguments, then TaskArguments'. Its docstring is `build`'s, then
@@ -225,11 +266,9 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
                 f"{did_you_mean(unknown[0], names)}: its "
                 f"arguments are {', '.join(names)} (see the README's 'Task arguments')."
             )
-        arguments = TaskArguments(**{key: value for key, value in given.items()
-                                     if key not in own_names})  # fmt: skip
-        arguments.check()
-        _check_sandbox_name(arguments.sandbox)  # before any file is read, as every argument
-        return build(arguments, **{key: given[key] for key in given if key in own_names})
+        settings = TaskArguments(**{key: value for key, value in given.items()
+                                    if key not in own_names}).parse()  # fmt: skip
+        return build(settings, **{key: given[key] for key in given if key in own_names})
 
     summary, _, own_args = inspect.cleandoc(build.__doc__ or "").partition("Args:\n")
     common_args = inspect.cleandoc(TaskArguments.__doc__ or "").partition("Args:\n")[2]
@@ -252,7 +291,6 @@ def _check_sandbox_name(sandbox: str) -> None:
 
 
 def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
-    _check_sandbox_name(sandbox)
     if sandbox == "local":
         logger.warning(
             "sandbox=local runs model-written code directly on this machine, as you, with CPU, "
@@ -264,30 +302,23 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
     return (SANDBOX_TYPES[sandbox], str(sandbox_compose_file()))
 
 
-def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArguments) -> Task:
-    """The task of these problem files (each with its subset's name), under these arguments."""
-    fim = prompts.fim_format(arguments.fim_format) if arguments.fim_format else None
-    completions, solver, scorer = arguments.samples, arguments.solver, arguments.scorer
-    timeout, memory_limit, sandbox = arguments.timeout, arguments.memory_limit, arguments.sandbox
+def _task(files: list[tuple[ProblemFile, str]], version: str, settings: TaskSettings) -> Task:
+    """The task of these problem files (each with its subset's name), under these settings."""
+    fim, ks = settings.fim, settings.ks
+    completions, solver, scorer = settings.samples, settings.solver, settings.scorer
+    timeout, memory_limit, sandbox = settings.timeout, settings.memory_limit, settings.sandbox
     samples = samples_of(files, fim)
-    data_files = [
-        {"role": "problems", "path": str(file.path), "sha256": file.sha256} for file, _ in files
-    ]
+    data_files = [DataFile("problems", str(file.path), file.sha256) for file, _ in files]
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
-    ks = parse_ks(arguments.k)
     epochs = max(ks)
     if completions:
-        samples, epochs = _replayed(samples, completions, arguments.partial)
+        samples, epochs = _replayed(samples, completions, settings.partial)
         solver = solver or replay(completions)
         path = Path(completions)
-        data_files.append(
-            {"role": "completions", "path": str(path.resolve()), "sha256": sha256_of(path)}
-        )
+        checksum = check_completions(path).sha256  # the file checked by _replayed above
+        data_files.append(DataFile("completions", str(path.resolve()), checksum))
     # The run's samples, then (below) the shard's share of them.
-    samples = select(
-        samples, parse_limit(arguments.limit), parse_sample_ids(arguments.sample_id),
-        lambda sample: str(sample.id),
-    )  # fmt: skip
+    samples = select(samples, settings.limit, settings.sample_ids, lambda sample: str(sample.id))
     # Several subsets report each under its prefix, and blends; named by the task's subsets, so
     # that a run cut down to one subset (--limit) keeps the names its headline is declared by.
     per_subset = len({subset for _, subset in files}) > 1
@@ -314,7 +345,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
         metrics=(
             None
             if scorer
-            else [humaneval_metrics(arguments.k, per_subset=per_subset, cluster="problem_id")]
+            else [humaneval_metrics(settings.k, per_subset=per_subset, cluster=PROBLEM_ID)]
         ),
         headline_metric=(
             None if scorer else HeadlineMetric(scorer=SCORER, metric=headline_name(ks, per_subset))
@@ -323,7 +354,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, arguments: TaskArg
         version=task_version(version),
         metadata=eval_metadata(version, data_files, sandbox, timeout, memory_limit, fim),
     )
-    task = apply_shard(task, parse_shard(arguments.shard), problem_of)
+    task = apply_shard(task, settings.shard, problem_of)
     if asks is not None:
         asks.task = task  # a model of its own (task_with(task, model=...)) is the one asked
     return task
@@ -344,7 +375,7 @@ def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sam
     Checked before anything runs: every task id must belong to the task, and every task must have
     completions unless `partial` (then only the tasks present are scored).
     """
-    completions = count_completions(path)
+    completions = check_completions(path).counts
     known = {str(sample.id) for sample in samples}
     unknown = [task_id for task_id in completions if task_id not in known]
     if unknown:
@@ -373,37 +404,37 @@ def _replayed(samples: list[Sample], path: str, partial: bool) -> tuple[list[Sam
 
 @task
 @takes_task_arguments
-def humaneval(arguments: TaskArguments) -> Task:
+def humaneval(settings: TaskSettings) -> Task:
     """HumanEval: complete each function from its signature and docstring."""
     file = (
-        open_problems(arguments.problem_file)
-        if arguments.problem_file
-        else open_official(HUMANEVAL, arguments.data_dir)
+        open_problems(settings.problem_file)
+        if settings.problem_file
+        else open_official(HUMANEVAL, settings.data_dir)
     )
-    return _task([(file, "humaneval")], HUMANEVAL_VERSION, arguments)
+    return _task([(file, "humaneval")], HUMANEVAL_VERSION, settings)
 
 
 @task
 @takes_task_arguments
-def humaneval_infilling(arguments: TaskArguments, subsets: str | list[str] = "all") -> Task:
+def humaneval_infilling(settings: TaskSettings, subsets: str | list[str] = "all") -> Task:
     """HumanEval-Infilling: every sample asks for the code of one gap, in four subsets.
 
     Args:
         subsets: "all" or a comma-separated list of single_line, multi_line, random_span,
             random_span_light.
     """
-    return _infilling(arguments, subsets)
+    return _infilling(settings, subsets)
 
 
-def _infilling(arguments: TaskArguments, subsets: str | list[str]) -> Task:
-    if arguments.problem_file:
-        files = [(open_problems(arguments.problem_file), Path(arguments.problem_file).stem)]
+def _infilling(settings: TaskSettings, subsets: str | list[str]) -> Task:
+    if settings.problem_file:
+        files = [(open_problems(settings.problem_file), Path(settings.problem_file).stem)]
     else:
         files = [
-            (open_official(SUBSETS[name], arguments.data_dir), name)
+            (open_official(SUBSETS[name], settings.data_dir), name)
             for name in parse_subsets(subsets)
         ]
-    return _task(files, INFILLING_VERSION, arguments)
+    return _task(files, INFILLING_VERSION, settings)
 
 
 # Each infilling subset as a task of its own: humaneval_infilling with `subsets` fixed.
@@ -411,30 +442,30 @@ def _infilling(arguments: TaskArguments, subsets: str | list[str]) -> Task:
 
 @task
 @takes_task_arguments
-def humaneval_single_line_infilling(arguments: TaskArguments) -> Task:
+def humaneval_single_line_infilling(settings: TaskSettings) -> Task:
     """HumanEval-Infilling, single-line subset."""
-    return _infilling(arguments, "single_line")
+    return _infilling(settings, "single_line")
 
 
 @task
 @takes_task_arguments
-def humaneval_multi_line_infilling(arguments: TaskArguments) -> Task:
+def humaneval_multi_line_infilling(settings: TaskSettings) -> Task:
     """HumanEval-Infilling, multi-line subset."""
-    return _infilling(arguments, "multi_line")
+    return _infilling(settings, "multi_line")
 
 
 @task
 @takes_task_arguments
-def humaneval_random_span_infilling(arguments: TaskArguments) -> Task:
+def humaneval_random_span_infilling(settings: TaskSettings) -> Task:
     """HumanEval-Infilling, random-span subset."""
-    return _infilling(arguments, "random_span")
+    return _infilling(settings, "random_span")
 
 
 @task
 @takes_task_arguments
-def humaneval_random_span_infilling_light(arguments: TaskArguments) -> Task:
+def humaneval_random_span_infilling_light(settings: TaskSettings) -> Task:
     """HumanEval-Infilling, random-span-light subset (one span per problem)."""
-    return _infilling(arguments, "random_span_light")
+    return _infilling(settings, "random_span_light")
 
 
 # The tasks by name, for a command that builds them outside `inspect eval` (score.py).

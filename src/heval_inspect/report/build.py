@@ -133,7 +133,7 @@ def _gaps(run: Run) -> tuple[list[GapRow], str | None]:
         return rows, None
     texts = problem_texts(run.problem_files)
     if texts is None:
-        named = ", ".join(f.get("path", "?") for f in run.problem_files)
+        named = ", ".join(f.path or "?" for f in run.problem_files)
         return rows, f"{run.label}: pass@1 by where random-span gaps start and end needs " + (
             f"the problem files the log names ({named}), which are not on this machine (set "
             f"HEVAL_DATA_DIR to a folder with the official files)."

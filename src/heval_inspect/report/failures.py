@@ -16,14 +16,12 @@ Kinds, from the cause the executor recorded in each score's metadata (`schema.Ca
 | no verdict | the sample ended in an error (the infrastructure's, never the model's) |
 """
 
-import os
 from pathlib import Path
 
 import numpy as np
 
-from ..data import DATA_DIR_ENV, HUMANEVAL, SUBSETS, read_problems, sha256_of
-from ..host import cache_dir
-from ..schema import Cause
+from ..data import official_copies, read_problems, sha256_of
+from ..schema import Cause, DataFile
 
 KIND_OF_CAUSE = {
     Cause.PASSED: "passed",
@@ -73,7 +71,7 @@ def mid_line(prompt: str, span: str, suffix: str) -> tuple[bool, bool]:
     return starts, ends
 
 
-def problem_texts(problem_files: list[dict]) -> dict[str, tuple[str, str]] | None:
+def problem_texts(problem_files: list[DataFile]) -> dict[str, tuple[str, str]] | None:
     """Each task's prompt and suffix, from the problem files a log names (its provenance), when
     they are on this machine: at the recorded path, or (official files) in $HEVAL_DATA_DIR or the
     download cache, always with the recorded SHA-256. None when one cannot be found, or when the
@@ -90,15 +88,8 @@ def problem_texts(problem_files: list[dict]) -> dict[str, tuple[str, str]] | Non
     return texts
 
 
-def _find(file: dict) -> Path | None:
-    candidates = [Path(file.get("path", ""))]
-    official = [f for f in (HUMANEVAL, *SUBSETS.values()) if f.sha256 == file.get("sha256")]
-    local = os.environ.get(DATA_DIR_ENV)
-    for each in official:
-        if local:
-            candidates += [Path(local) / each.folder / each.filename, Path(local) / each.filename]
-        candidates.append(cache_dir() / each.folder / each.filename)
-    for candidate in candidates:
-        if candidate.is_file() and sha256_of(candidate) == file.get("sha256"):
+def _find(file: DataFile) -> Path | None:
+    for candidate in [Path(file.path), *official_copies(file.sha256)]:
+        if candidate.is_file() and sha256_of(candidate) == file.sha256:
             return candidate
     return None

@@ -50,6 +50,9 @@ from ..schema import (
     PASSED,
     SCORER,
     TASK_PREFIX,
+    DataFile,
+    EvalMetadata,
+    SampleMetadata,
     ShardRecord,
     cause_of,
     completion_file_of,
@@ -87,7 +90,7 @@ class Run:
     per_subset: bool
     files: list[str]
     shards: str = ""  # "1-4 of 4" when merged from shards
-    problem_files: list[dict] = field(default_factory=list)
+    problem_files: list[DataFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # One row per scored (task, epoch), in task order (see `Samples`).
     samples: "Samples" = field(kw_only=True)
@@ -254,9 +257,9 @@ def _map(function: Callable[..., T], arguments: list[tuple], size: int) -> list[
 
 def run_name(log: EvalLog) -> str:
     """What the report calls a run (see the module's docstring)."""
-    metadata = log.eval.metadata or {}
-    if metadata.get("label"):
-        return str(metadata["label"])
+    label = EvalMetadata.read(log.eval.metadata).label
+    if label:
+        return label
     model = log.eval.model
     if model and model != NO_MODEL:
         return model
@@ -278,32 +281,32 @@ def _read_log(file: str) -> Callable[[Samples], Log]:
             f"{file} is a log of {spec.task_registry_name or spec.task}, not of one of "
             f"heval_inspect's tasks: give only logs of heval_inspect/... tasks."
         )
-    metadata = spec.metadata or {}
-    provenance = metadata.get("provenance", {})
-    data_files = provenance.get("data_files", [])
-    limits = provenance.get("limits", {})
-    problem_files = [f for f in data_files if f.get("role") == "problems"]
+    metadata = EvalMetadata.read(spec.metadata)
+    provenance = metadata.provenance
+    problem_files = provenance.problem_files
     notes = (
         []
         if header.status == "success"
         else [f"{Path(file).name} ended with status {header.status!r}."]
     )
     started = datetime.fromisoformat(spec.created)
-    shard = ShardRecord.from_metadata(metadata.get("shard"))
+    shard = metadata.shard
     status = header.status
     run = partial(
         Run,
         name=run_name(header),
         model=spec.model,
         task=spec.task_registry_name.removeprefix(TASK_PREFIX),
-        version=str(metadata.get("full_task_version", f"{spec.task_version}-?")),
-        comparability=int(metadata.get("task_comparability_version", spec.task_version)),
-        problems_sha256=tuple(sorted(f["sha256"] for f in problem_files)),
-        completions_sha256=tuple(
-            sorted(f["sha256"] for f in data_files if f.get("role") == "completions")
+        version=metadata.full_task_version or f"{spec.task_version}-?",
+        comparability=(
+            int(spec.task_version)
+            if metadata.task_comparability_version is None
+            else metadata.task_comparability_version
         ),
-        timeout=limits.get("timeout_seconds"),
-        memory_bytes=limits.get("memory_bytes"),
+        problems_sha256=tuple(sorted(f.sha256 for f in problem_files)),
+        completions_sha256=tuple(sorted(f.sha256 for f in provenance.completion_files)),
+        timeout=provenance.timeout_seconds,
+        memory_bytes=provenance.memory_bytes,
         # Read as the task read it: Inspect stores -T k=1,3 as ["1", "3"], -T k=[1,3] as [1, 3].
         ks=parse_ks(spec.task_args.get("k", 1)),
         per_subset=len(problem_files) > 1,
@@ -337,12 +340,13 @@ def _samples(file: str) -> Samples:
             continue
         value, metadata = score.value, score.metadata or {}
         target = summary.target if isinstance(summary.target, str) else "".join(summary.target)
+        sample = SampleMetadata.read(summary.metadata, summary.id)
         rows.append(
             (
                 str(summary.id),
                 summary.epoch,
-                str(summary.metadata.get("subset", "all")),
-                str(summary.metadata.get("problem_id", summary.id)),
+                sample.subset,
+                sample.problem_id,
                 float(value.get(PASSED, 0.0)),
                 *(float(value.get(key, 0.0)) for key in MEAN_FIGURES),
                 _cause(file, metadata),
