@@ -1545,28 +1545,27 @@ class OwnTime:
         self.executor_delay = _run_delay("/proc/self")
         self.others = 0.0  # the CPU time of the container's other processes at the last reading
         self.one_cpu = 0.0  # that CPU time, at most one CPU's in each interval
-        self.container = 0.0  # the CPU time of the whole container at the last reading
         # Under gVisor: this executor's CPU time, and each of the program's tasks', at the last
         # reading (gVisor's counts, waits for the host's CPU included).
         self.executor = sum(os.times()[:2])
         self.task_seconds: dict[str, float] = {}
 
-    def read(self, now: float, main: int, stderr_waiting: bool) -> float | None:
+    def read(self, now: float, main: int, stderr_full: bool) -> float | None:
         """The program's time until `now`: its own time, or the CPU time the container's other
         processes than this executor used since it started (its processes and threads, and the
-        warden's work for it), whichever is more. None when it is not read yet. `stderr_waiting`:
+        warden's work for it), whichever is more. None when it is not read yet. `stderr_full`:
         a read of its stderr since the last reading found the pipe full enough to hold back a
         writer (its size less PIPE_BUF)."""
         if now < self.next_reading:
             return None
         self.next_reading = now + self.place.reading_seconds
         interval, self.at = max(0.0, now - self.at), now
-        container, others = self.cpu_at_start.since(main)
+        others = self.cpu_at_start.since(main)
         # The CPU time the container's other processes used in the interval, at most one CPU's
-        # (the container's; only ever more where it counts waits for a CPU: see above).
+        # (the container's; only ever more where it counts waits for a CPU: see above). Under
+        # gVisor that is the whole container's (see _CpuMark.since).
         used = min(interval, max(0.0, others - self.others))
-        container_used = min(interval, max(0.0, container - self.container))
-        self.others, self.one_cpu, self.container = others, self.one_cpu + used, container
+        self.others, self.one_cpu = others, self.one_cpu + used
         tasks = self.place.program_tasks(main)
         if self.place.run_delays:
             delays = {task: _run_delay(task) for task in tasks}
@@ -1575,7 +1574,7 @@ class OwnTime:
                 default=0.0,
             )
             executor_delay = _run_delay("/proc/self")
-            if stderr_waiting:
+            if stderr_full:
                 waited = max(waited, executor_delay - self.executor_delay)
             self.delays, self.executor_delay = delays, executor_delay
             # The kernel adds a wait to a task's run delay when the wait ends, so what is read
@@ -1597,36 +1596,33 @@ class OwnTime:
             self.task_seconds = seconds
             if any(state == b"R" for state, _ in stats.values()):
                 self.seconds += used
-            elif stderr_waiting:
+            elif stderr_full:
                 # What gVisor's counts of the program's tasks and this executor grew by beyond
                 # the whole container's real CPU time (the host's count) was waiting for the
                 # host's CPU, at least.
-                waited = max(0.0, grew - container_used)
-                self.seconds += max(container_used, interval - waited)
+                waited = max(0.0, grew - used)
+                self.seconds += max(used, interval - waited)
             else:
                 self.seconds += interval
         return max(self.seconds, self.one_cpu if self.place.cpu_counts_waits else others)
 
 
 class _CpuMark:
-    """The CPU time used in the container, and by its other processes than this executor, at a
-    moment."""
+    """The CPU time used in the container by other processes than this executor, at a moment."""
 
     def __init__(self, place: "Place") -> None:
         self.place = place
         self.container, self.executor = place.cpu_seconds(None), sum(os.times()[:2])
 
-    def since(self, main: int) -> tuple[float, float]:
-        """The CPU time the container used since then, and the part of it its other processes
-        than this executor used. Under gVisor that part is all of it: gVisor's kernel counts the
-        executor's waits for the host's CPU as its CPU time, so taking that off the container's
-        real CPU time (the host's count) would leave too little on a busy host (even less than
-        nothing). On an idle machine the executor's work (its readings, draining the program's
-        output) shares the container's one CPU with the program, and adds to the program's
-        wall-clock time as much."""
+    def since(self, main: int) -> float:
+        """The CPU time they used since then. Under gVisor, the whole container's: gVisor's
+        kernel counts the executor's waits for the host's CPU as its CPU time, so taking that
+        off the container's real CPU time (the host's count) would leave too little on a busy
+        host (even less than nothing). On an idle machine the executor's work (its readings,
+        draining the program's output) shares the container's one CPU with the program, and
+        adds to the program's wall-clock time as much."""
         executor = sum(os.times()[:2]) - self.executor if self.place.run_delays else 0.0
-        container = self.place.cpu_seconds(main) - self.container
-        return container, container - executor
+        return self.place.cpu_seconds(main) - self.container - executor
 
 
 def _run_delay(task: str) -> float:
