@@ -2,6 +2,7 @@
 read back the same."""
 
 import json
+import typing
 
 import pytest
 
@@ -57,6 +58,16 @@ def test_an_answer_with_another_cause_or_field_is_not_a_verdict():
         Execution.from_answer(ANSWER | {"cause": "it passed, honestly"})
     with pytest.raises(TypeError):
         Execution.from_answer(ANSWER | {"passed": True})
+
+
+def test_the_executors_answer_is_an_execution_field_for_field():
+    # mypy holds the keys to the fields (Execution.from_answer); this holds their types too: the
+    # cause, a str of Cause's values in the answer, is a Cause in the Execution.
+    answer = typing.get_type_hints(executor.Answer)
+    fields = typing.get_type_hints(Execution)
+    assert answer | {"cause": Cause} == {name: fields[name] for name in answer}
+    assert set(fields) - set(answer) == {"containers_replaced"}  # the pool's, not the executor's
+    assert set(ANSWER) == set(answer)
 
 
 def test_a_lost_executor_is_the_reference_timed_out():

@@ -3,7 +3,7 @@
 import json
 import logging
 import sys
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from inspect_ai.util import SandboxEnvironment, SandboxUnavailableError, sandbox
 
@@ -21,6 +21,9 @@ from . import (
 )
 from .pool_sandbox import PoolSandboxEnvironment, standalone_pool
 
+if TYPE_CHECKING:  # for the annotation only: the executor is the container's, not imported here
+    from .executor import Request
+
 ST = TypeVar("ST", bound=SandboxEnvironment)
 logger = logging.getLogger(__name__)
 
@@ -30,7 +33,7 @@ async def execute(
 ) -> Execution:
     """Run one program in the current sample's sandbox and return the executor's verdict."""
     wall_seconds = timeout * WALL_CLOCK_FACTOR
-    request = {
+    request: Request = {
         "program": program,
         "seconds": timeout,
         "wall_seconds": wall_seconds,

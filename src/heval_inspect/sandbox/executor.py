@@ -1,17 +1,19 @@
 """Runs untrusted programs inside the sandbox container and reports a JSON verdict for each.
 
 This file is sent into the container as the source of `python3 -I -c` (the image needs nothing of
-ours baked in). A request is one JSON object:
+ours baked in). A request is one JSON object, a `Request`:
 
     {"program": str, "seconds": float, "wall_seconds": float,
      "memory_bytes": int, "file_bytes": int, "tasks": int}
 
-and its answer one JSON line: {"status": "passed" | "failed" | "timed out", "cause": str,
-"reason": str, "error": str, "returncode": int, "cpu_seconds": float, "wall_seconds": float,
-"stdout_bytes": int, "stderr_tail": str, "residue": {what: count}}. `cause` is one of Cause's
-values; `error` is the class name of the exception that ended the program (`AssertionError`,
-`NameError`, `MemoryError`, ...), or "" when none did (it passed, or ended without reporting:
-then `reason` says how).
+and its answer one JSON line, an `Answer`: {"status": "passed" | "failed" | "timed out",
+"cause": str, "reason": str, "error": str, "returncode": int, "cpu_seconds": float,
+"wall_seconds": float, "stdout_bytes": int, "stderr_tail": str, "residue": {what: count}}.
+`cause` is one of Cause's values; `error` is the class name of the exception that ended the
+program (`AssertionError`, `NameError`, `MemoryError`, ...), or "" when none did (it passed, or
+ended without reporting: then `reason` says how). The host builds its requests and reads the
+answers through these two types (heval_inspect.sandbox.execution, heval_inspect.schema), so mypy
+checks both ends of the protocol; this file still imports nothing of the package.
 
 Run with no argument, it answers the one request on stdin (one `docker exec` per program). Run as
 `serve`, it answers one request per line of stdin, in order, until EOF or an answer with residue
@@ -167,6 +169,57 @@ CAUSE_OF_ERROR = {
     "UnboundLocalError": Cause.NAME_ERROR,
     "MemoryError": Cause.MEMORY,
 }
+
+
+class Request(TypedDict):
+    """What the host asks for (one JSON object): a program and its limits. The executor's own
+    additions (RunRequest, WardenRequest) never cross to the host."""
+
+    program: str  # the whole program: prompt, completion and tests
+    seconds: float  # its time limit (its own time: OwnTime), then TimeoutException
+    wall_seconds: float  # the wall-clock backstop (and gVisor's CPU-time safety net)
+    memory_bytes: int  # RLIMIT_AS of each of its processes
+    file_bytes: int  # RLIMIT_FSIZE
+    tasks: int  # RLIMIT_NPROC: the tasks of all of the container's programs together
+
+
+class RunRequest(Request):
+    """A request as the executor runs it (Run): with where its program's scratch folder and
+    report FIFO are."""
+
+    scratch: str
+    report: str
+
+
+class Helpers(TypedDict):
+    """The pids of the executor's helpers that the warden is told of with each program (0:
+    none): the decoy, whose end it watches, and the killer; both are the container's own."""
+
+    decoy: int
+    killer: int
+
+
+class WardenRequest(RunRequest, Helpers):
+    """What the executor sends its warden for each program (Warden.run): the request as run,
+    the helpers' pids, and the nonce with which the program's harness reports a pass."""
+
+    nonce: str
+
+
+class Answer(TypedDict):
+    """The verdict on one program (one JSON line; see the module's docstring), which
+    heval_inspect.schema.Execution.from_answer reads."""
+
+    status: str  # "passed", "failed" or "timed out"
+    cause: str  # one of Cause's values
+    reason: str
+    error: str
+    returncode: int
+    cpu_seconds: float
+    wall_seconds: float
+    stdout_bytes: int
+    stderr_tail: str
+    residue: dict[str, int]
 
 
 class TimeoutException(Exception):  # the reference harness's name
@@ -346,7 +399,7 @@ def _raise_timeout(signum: int, frame: FrameType | None) -> None:
 # ---- The program: the innermost process ------------------------------------------------------
 
 
-def _program(request: dict[str, Any], nonce: str, errors_fd: int, place: "Place") -> None:
+def _program(request: WardenRequest, nonce: str, errors_fd: int, place: "Place") -> None:
     """In the program's process: identity, limits, then the program, exactly as the reference's
     `exec(check_program, {})`, reported through the report FIFO. Never returns. File descriptor
     1 is /dev/null (what the program writes through `sys.stdout` is counted and dropped: see
@@ -543,7 +596,7 @@ def _warden(control: socket.socket, place: "Place") -> None:
         fds: list[int]
         received, fds = b"", []  # what the executor sent, and the file descriptors with it
         # The program being run (set with each request; read only once one has started).
-        request: dict[str, Any] = {}
+        request: WardenRequest | None = None
         main = 0
         while True:
             watched: list[socket.socket | int] = [control, woken, *program["decoy"]]
@@ -590,6 +643,7 @@ def _warden(control: socket.socket, place: "Place") -> None:
                         # children: they are ended all the same, and the container's init reaps
                         # them (the executor then checks its count of processes).
                         program["ending"] = True
+                        assert request is not None  # its main process has ended: it was started
                         own = container_processes | {request["decoy"], request["killer"]}
                         _end_orphans(place, main, own)
                     if program["ended"]:  # every process of the program is gone
@@ -638,7 +692,7 @@ class Warden:
         self.pid, self.control, self.watch = pid, ours, _end_watch(pid)
         self.received = b""
 
-    def run(self, request: dict, outputs: list[int]) -> None:
+    def run(self, request: WardenRequest, outputs: list[int]) -> None:
         """Have the warden start a program: its request and its output pipes' write ends."""
         payload = json.dumps(request).encode()
         message = b"R" + len(payload).to_bytes(4, "big") + payload
@@ -1004,7 +1058,7 @@ class InContainer:
             "shared memory bytes": self.shmem.read(),
         }
 
-    def helpers(self) -> tuple[dict[str, int], list[int]]:
+    def helpers(self) -> tuple[Helpers, list[int]]:
         """What the warden is sent with each program about the executor's own helpers: the
         decoy's and the killer's pids, and the killer's pipe ends."""
         return {"decoy": self.decoy.pid, "killer": self.killer.pid}, self.killer.handles
@@ -1136,7 +1190,7 @@ class OnThisMachine:
         self.killer_handles: list[int] = []  # it has no killer
         self.killer_used = self.killer_spent = False
 
-    def helpers(self) -> tuple[dict[str, int], list[int]]:
+    def helpers(self) -> tuple[Helpers, list[int]]:
         return {"decoy": 0, "killer": 0}, []
 
     def out_of_memory_watch(self) -> list[int]:
@@ -1198,9 +1252,12 @@ class Run:
     """One program: started by the warden, watched (time, output, report, memory) until it and
     everything it led to are gone, the container cleaned up, and the verdict judged."""
 
-    def __init__(self, request: dict, place: InContainer | OnThisMachine, warden: Warden) -> None:
+    def __init__(
+        self, request: Request, place: InContainer | OnThisMachine, warden: Warden
+    ) -> None:
         names = secrets.token_hex(8)
-        self.request = request | {
+        self.request: RunRequest = {
+            **request,
             "scratch": os.path.join(tempfile.gettempdir(), f"program-{names}"),
             "report": os.path.join(tempfile.gettempdir(), f"report-{names}"),
         }
@@ -1233,7 +1290,7 @@ class Run:
         self.started = time.monotonic()  # until the warden says when it forked the program
         self.cpu = _CpuMark(place)
         pids, handles = place.helpers()
-        warden.run(self.request | {"nonce": self.nonce} | pids, [errors_write, *handles])
+        warden.run({**self.request, "nonce": self.nonce, **pids}, [errors_write, *handles])
         os.close(errors_write)
 
     def watch(self) -> None:
@@ -1378,7 +1435,7 @@ class Run:
             self.warden.replace()
         return {what: count for what, count in residue.items() if count}
 
-    def verdict(self, residue: dict[str, int]) -> dict:
+    def verdict(self, residue: dict[str, int]) -> Answer:
         request = self.request
         main_status = self.main_status  # None: its main process has not ended
         returncode = (
@@ -1432,7 +1489,7 @@ class Run:
         }
 
 
-def run(request: dict, place: InContainer | OnThisMachine, warden: Warden) -> dict:
+def run(request: Request, place: InContainer | OnThisMachine, warden: Warden) -> Answer:
     program = Run(request, place, warden)
     program.watch()
     return program.verdict(program.clean_up())

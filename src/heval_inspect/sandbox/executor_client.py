@@ -9,9 +9,13 @@ import asyncio
 import collections
 import contextlib
 import json
+from typing import TYPE_CHECKING
 
 from ..schema import Execution
 from . import EXECUTOR_USER
+
+if TYPE_CHECKING:  # for the annotation only: the executor is the container's, not imported here
+    from .executor import Request
 
 # Requests waiting in each executor's input at once: while one program runs, the next is already
 # there, so the container does not wait out a round trip through Docker (about a millisecond,
@@ -76,7 +80,9 @@ class Executor:
             await self.process.wait()
         self.process = self.reader = None
 
-    async def run(self, request: dict, timeout: float) -> tuple[Execution | NotRun | None, int]:
+    async def run(
+        self, request: "Request", timeout: float
+    ) -> tuple[Execution | NotRun | None, int]:
         """The executor's verdict, None if it died, did not answer in time or answered something
         that is not a verdict, or NOT_RUN; and the generation of the executor asked."""
         async with self.lock:

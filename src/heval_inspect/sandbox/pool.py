@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import uuid
+from typing import TYPE_CHECKING
 
 from ..errors import SandboxStartError
 from ..schema import Execution, executor_lost
@@ -27,6 +28,9 @@ from .capacity import container_share, file_table, pool_size
 from .docker_cli import check_docker, docker, last_line
 from .executor_client import NOT_RUN, PIPELINE_DEPTH, Executor
 from .provenance import sandbox_provenance
+
+if TYPE_CHECKING:  # for the annotation only: the executor is the container's, not imported here
+    from .executor import Request
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +81,7 @@ class Pool:
             for _ in range(PIPELINE_DEPTH):
                 self.idle.put_nowait(executor)
 
-    async def run(self, request: dict, timeout: float) -> Execution:
+    async def run(self, request: "Request", timeout: float) -> Execution:
         """The executor's verdict, with how many containers were replaced on its account."""
         executor = await self.idle.get()
         try:

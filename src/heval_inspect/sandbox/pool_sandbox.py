@@ -12,7 +12,7 @@ does not own a container (use `-T sandbox=docker` for agents that work in a sand
 """
 
 import asyncio
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from inspect_ai.util import (
     ExecResult,
@@ -26,6 +26,9 @@ from ..schema import Execution
 from . import EXECUTOR_SOURCE, sandbox_compose_file
 from .docker_cli import check_docker, docker
 from .pool import PROJECT_PREFIX, SERVICE, Pool, new_pool
+
+if TYPE_CHECKING:  # for the annotation only: the executor is the container's, not imported here
+    from .executor import Request
 
 
 @sandboxenv(name="heval_pool")
@@ -77,7 +80,7 @@ class PoolSandboxEnvironment(SandboxEnvironment):
             if project.startswith(PROJECT_PREFIX) and (id is None or project == id):
                 await docker("compose", "-p", project, "down", "--timeout", "1")
 
-    async def run_program(self, request: dict, timeout: float) -> Execution:
+    async def run_program(self, request: "Request", timeout: float) -> Execution:
         return await self.pool.run(request, timeout)
 
     async def exec(self, cmd: list[str], *args: Any, **kwargs: Any) -> ExecResult[str]:
