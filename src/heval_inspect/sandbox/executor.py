@@ -433,32 +433,11 @@ def _program(request: WardenRequest, nonce: str, errors_fd: int, place: "Place")
         os.closerange(3, 65536)
         open_errors = open  # the program's traceback goes to fd 2 through it (only if needed)
         sys.stdin = sys.stdout = sys.stderr = streams
-        # A safety net only: the executor ends the program on its own time first (see run).
-        # gVisor's kernel counts a process's waits for the host's CPU as its CPU time, so on a
-        # busy host this limit would end correct programs there: it is the wall-clock backstop.
-        cpu = math.ceil(
-            request["seconds"] + KILL_AFTER_ALARM_SECONDS + 1
-            if place.run_delays
-            else request["wall_seconds"]
-        )
-        for limit, value in (
-            (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-            (resource.RLIMIT_AS, (request["memory_bytes"],) * 2),
-            (resource.RLIMIT_FSIZE, (request["file_bytes"],) * 2),
-            (resource.RLIMIT_CORE, (0, 0)),
-            # All of the container's programs' tasks (processes and threads) together: the
-            # kernel counts them per uid, and the uid is the container's own.
-            (resource.RLIMIT_NPROC, (request["tasks"],) * 2),
-        ):
-            resource.setrlimit(limit, value)
+        _limit_resources(request, place)
         os.environ["HOME"] = request["scratch"]  # the rest is the warden's: CHILD_ENVIRONMENT
         if THREADING_RESET:  # see the imports
             os.register_at_fork(after_in_child=THREADING_RESET)
-        for module, names in REFERENCE_DISABLED.items():
-            for name in names:
-                setattr(module, name, None)
-        for blocked in REFERENCE_BLOCKED_MODULES:
-            sys.modules[blocked] = None  # type: ignore[assignment]  # None there: import fails
+        _guard_as_the_reference()
         # The executor sends SIGALRM when the program's time is up; as in the reference, the
         # exception it raises can be caught by the program (a bare `except:` around a loop).
         _signal.signal(_signal.SIGALRM, _raise_timeout)
@@ -467,6 +446,39 @@ def _program(request: WardenRequest, nonce: str, errors_fd: int, place: "Place")
             code = 0
     finally:
         exit_now(code)
+
+
+def _limit_resources(request: Request, place: "Place") -> None:
+    """In the program's process, once it is the program's user and its descriptors are set: its
+    resource limits, whose hard limits no process of it can raise."""
+    # A safety net only: the executor ends the program on its own time first (see run).
+    # gVisor's kernel counts a process's waits for the host's CPU as its CPU time, so on a
+    # busy host this limit would end correct programs there: it is the wall-clock backstop.
+    cpu = math.ceil(
+        request["seconds"] + KILL_AFTER_ALARM_SECONDS + 1
+        if place.run_delays
+        else request["wall_seconds"]
+    )
+    for limit, value in (
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (request["memory_bytes"],) * 2),
+        (resource.RLIMIT_FSIZE, (request["file_bytes"],) * 2),
+        (resource.RLIMIT_CORE, (0, 0)),
+        # All of the container's programs' tasks (processes and threads) together: the
+        # kernel counts them per uid, and the uid is the container's own.
+        (resource.RLIMIT_NPROC, (request["tasks"],) * 2),
+    ):
+        resource.setrlimit(limit, value)
+
+
+def _guard_as_the_reference() -> None:
+    """In the program's process, just before the program runs: disable what the reference
+    harness's `reliability_guard` disables (REFERENCE_DISABLED, REFERENCE_BLOCKED_MODULES)."""
+    for module, names in REFERENCE_DISABLED.items():
+        for name in names:
+            setattr(module, name, None)
+    for blocked in REFERENCE_BLOCKED_MODULES:
+        sys.modules[blocked] = None  # type: ignore[assignment]  # None there: import fails
 
 
 def _at_depth(depth: int, function: Callable[[], bool]) -> bool:
