@@ -578,22 +578,7 @@ def _warden(control: socket.socket, place: "Place") -> None:
     ran out of memory) or the executor says so, reap them all, and say so. Never returns."""
     code = 1
     try:
-        try:
-            _prctl(PR_SET_CHILD_SUBREAPER, 1)
-            # Not seen from here: processes that its programs' processes leave go to init.
-            container_processes: set[int] | None = None
-        except OSError:
-            # A kernel without child subreapers (gVisor's, as of 2022): orphans go to the
-            # container's init, which reaps them. The processes here now are the container's own.
-            container_processes = _pids()
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1):
-            os.dup2(null, fd)  # the executor's request and answer streams are not the warden's
-        woken, wake = os.pipe()
-        os.set_blocking(wake, False)
-        signal.set_wakeup_fd(wake)  # every child's end wakes the select below
-        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-        _close_all_but(control.fileno(), woken, wake)
+        container_processes, woken = _become_warden(control)
         attributes = _own_attributes()
         # The programs' environment, set once here rather than in each program's process (every
         # page a forked process writes to is copied for it: most of what a program costs).
@@ -633,50 +618,11 @@ def _warden(control: socket.socket, place: "Place") -> None:
                         break
                     request = json.loads(received[5 : 5 + length])
                     received = received[5 + length :]
-                    program.update({"main": 0, "ended": False, "ending": False})
-                    program["decoy"] = _end_watch(request["decoy"]) if request["decoy"] else []
-                    forked_at = time.monotonic()
-                    program["main"] = main = os.fork()
-                    if main == 0:
-                        _program(request, request["nonce"], fds[0], place)
-                    os.close(fds[0])
-                    for fd in place.killer_handles:
-                        os.close(fd)
-                    place.killer_handles, fds = fds[1:], []
-                    control.sendall(b"S" + STARTED.pack(main, forked_at))
+                    main = _start_program(program, request, fds, control, place)
+                    fds = []  # all passed on: its stderr pipe closed, the killer's ends kept
             if program["decoy"] and program["decoy"][0] in ready and not program["ending"]:
                 end()  # the container ran out of memory: the decoy's memory is all the time left
-            while program["main"]:
-                try:
-                    pid, status, usage = os.wait4(-1, os.WNOHANG)
-                except ChildProcessError:
-                    if program["ended"] and container_processes is not None:
-                        # Without a subreaper, processes the program left are not this one's
-                        # children: they are ended all the same, and the container's init reaps
-                        # them (the executor then checks its count of processes).
-                        program["ending"] = True
-                        assert request is not None  # its main process has ended: it was started
-                        own = container_processes | {request["decoy"], request["killer"]}
-                        _end_orphans(place, main, own)
-                    if program["ended"]:  # every process of the program is gone
-                        changed = _own_attributes() != attributes
-                        control.sendall(b"D" + DONE.pack(changed, place.killer_spent))
-                        place.killer_spent = False
-                        for fd in program["decoy"]:
-                            os.close(fd)
-                        program.update({"main": 0, "decoy": []})
-                    break
-                if pid == program["main"]:
-                    program["ended"] = True
-                    control.sendall(b"E" + ENDED.pack(status, usage.ru_utime, usage.ru_stime))
-                elif not pid:
-                    # Processes of the program live on after its main process: they are ended
-                    # (once: the one kill reaches every process of the program, and one being
-                    # forked meanwhile gets it too or is never made). Most programs leave none.
-                    if program["ended"] and not program["ending"]:
-                        end()
-                        continue
-                    break
+            _reap(program, end, request, main, container_processes, attributes, control, place)
         while True:
             try:
                 os.wait()
@@ -685,6 +631,103 @@ def _warden(control: socket.socket, place: "Place") -> None:
         code = 0
     finally:
         os._exit(code)
+
+
+def _become_warden(control: socket.socket) -> tuple[set[int] | None, int]:
+    """The warden's first steps, before it reads any request: a child subreaper (where the
+    kernel has them), with standard input and output that are not the executor's, whose every
+    child's end writes to a pipe that wakes its loop, and which keeps no file descriptor but
+    that pipe's and `control`. Returns the container's own processes where there are no
+    subreapers (None where there are), and the pipe's read end."""
+    try:
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        # Not seen from here: processes that its programs' processes leave go to init.
+        container_processes: set[int] | None = None
+    except OSError:
+        # A kernel without child subreapers (gVisor's, as of 2022): orphans go to the
+        # container's init, which reaps them. The processes here now are the container's own.
+        container_processes = _pids()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(null, fd)  # the executor's request and answer streams are not the warden's
+    woken, wake = os.pipe()
+    os.set_blocking(wake, False)
+    signal.set_wakeup_fd(wake)  # every child's end wakes the warden's select
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    _close_all_but(control.fileno(), woken, wake)
+    return container_processes, woken
+
+
+def _start_program(
+    program: _Program,
+    request: WardenRequest,
+    fds: list[int],
+    control: socket.socket,
+    place: "Place",
+) -> int:
+    """Fork the program's process, which runs `_program` (and never returns here) with `fds`'
+    first, its stderr pipe's write end; in the warden, close that, keep the rest (the killer's
+    pipe ends, for `place.end_programs`) in place of the last program's, and tell the executor
+    the program's pid and when it was forked. The pid."""
+    program.update({"main": 0, "ended": False, "ending": False})
+    program["decoy"] = _end_watch(request["decoy"]) if request["decoy"] else []
+    forked_at = time.monotonic()
+    program["main"] = main = os.fork()
+    if main == 0:
+        _program(request, request["nonce"], fds[0], place)
+    os.close(fds[0])
+    for fd in place.killer_handles:
+        os.close(fd)
+    place.killer_handles = fds[1:]
+    control.sendall(b"S" + STARTED.pack(main, forked_at))
+    return main
+
+
+def _reap(
+    program: _Program,
+    end: Callable[[], None],
+    request: WardenRequest | None,
+    main: int,
+    container_processes: set[int] | None,
+    attributes: tuple,
+    control: socket.socket,
+    place: "Place",
+) -> None:
+    """Reap the program's processes that have ended, until none has that is not reaped yet:
+    tell the executor when its main process has ended ("E"); end whatever of it lives on after
+    that (once: `end`); and once every process of it is gone, tell the executor ("D", with
+    whether `attributes` changed) and forget the program."""
+    while program["main"]:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            if program["ended"] and container_processes is not None:
+                # Without a subreaper, processes the program left are not this one's
+                # children: they are ended all the same, and the container's init reaps
+                # them (the executor then checks its count of processes).
+                program["ending"] = True
+                assert request is not None  # its main process has ended: it was started
+                own = container_processes | {request["decoy"], request["killer"]}
+                _end_orphans(place, main, own)
+            if program["ended"]:  # every process of the program is gone
+                changed = _own_attributes() != attributes
+                control.sendall(b"D" + DONE.pack(changed, place.killer_spent))
+                place.killer_spent = False
+                for fd in program["decoy"]:
+                    os.close(fd)
+                program.update({"main": 0, "decoy": []})
+            break
+        if pid == program["main"]:
+            program["ended"] = True
+            control.sendall(b"E" + ENDED.pack(status, usage.ru_utime, usage.ru_stime))
+        elif not pid:
+            # Processes of the program live on after its main process: they are ended
+            # (once: the one kill reaches every process of the program, and one being
+            # forked meanwhile gets it too or is never made). Most programs leave none.
+            if program["ended"] and not program["ending"]:
+                end()
+                continue
+            break
 
 
 class Warden:
