@@ -11,6 +11,7 @@ from .data import count_completions, problem_for, read_completions
 from .errors import NoModelError
 from .extract import middle_from_chat, middle_from_fim
 from .inspect_internals import Chain, PrerequisiteError
+from .prompts import FimFormat
 from .schema import MIDDLE
 
 __all__ = ["MIDDLE"]  # re-exported: code that took it from here before schema.py held it
@@ -34,16 +35,19 @@ def infill_chat() -> Solver:
 
 
 @solver
-def infill_fim(fim_format: str) -> Solver:
+def infill_fim(fim_format: FimFormat | str) -> Solver:
     """Send the raw FIM prompt (the sample's input) and take the completion up to a stop token.
 
     The tasks' `fim_format` argument builds that input and sets max_tokens and the family's stop
     sequences in the task's generate config (raw-completion providers default to 1 token).
 
     Args:
-        fim_format: The model family, a key of prompts.FIM_FORMATS (e.g. "starcoder").
+        fim_format: The model family: its name, a key of prompts.FIM_FORMATS (e.g. "starcoder"),
+            or as the tasks give it, parsed (a FimFormat).
     """
-    family = prompts.fim_format(fim_format)
+    family = fim_format
+    if not isinstance(family, FimFormat):  # by name (`-S fim_format=NAME`, a log's plan)
+        family = prompts.fim_format(family)
     ask = generate()
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:

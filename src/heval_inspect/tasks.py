@@ -34,7 +34,7 @@ from .data import (
     remember,
 )
 from .errors import DataError, TaskArgumentError, did_you_mean
-from .metrics import PROBLEM_ID, headline_name, humaneval_metrics, parse_ks
+from .metrics import PROBLEM_ID, PassAtK, headline_name, humaneval_metrics
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, sandbox_compose_file
@@ -184,11 +184,8 @@ class TaskArguments:
         check_name("sandbox", self.sandbox, ", ".join(SANDBOX_TYPES))
         check_timeout(self.timeout)
         check_memory_limit(self.memory_limit)
-        fim = None
-        if self.fim_format is not None:
-            check_name("fim_format", self.fim_format, ", ".join(prompts.FIM_FORMATS))
-            fim = prompts.fim_format(self.fim_format)
-        ks = parse_ks(self.k)
+        fim = None if self.fim_format is None else prompts.fim_format(self.fim_format)
+        k = PassAtK.parse(self.k)
         shard = parse_shard(self.shard)
         limit = parse_limit(self.limit)
         sample_ids = parse_sample_ids(self.sample_id)
@@ -198,8 +195,7 @@ class TaskArguments:
             problem_file=self.problem_file,
             samples=self.samples,
             partial=self.partial,
-            k=self.k,
-            ks=ks,
+            k=k,
             solver=self.solver,
             scorer=self.scorer,
             sandbox=self.sandbox,
@@ -221,14 +217,13 @@ class TaskSettings:
     problem_file: str | None
     samples: str | None  # the completion file
     partial: bool
-    k: int | str | list[int]  # as given: the metric records it so in the log
-    ks: list[int]  # the k of pass@k, ascending
+    k: PassAtK  # the k of pass@k, ascending (k.ks), and as given, which the log records
     solver: Solver | None
     scorer: Scorer | None
     sandbox: SandboxName
     timeout: float
     memory_limit: int
-    fim: FimFormat | None
+    fim: FimFormat | None  # the FIM family, or None for the chat prompt
     shard: Shard | None
     limit: slice | None  # of the whole run's samples, before the shard's share
     sample_ids: list[str] | None
@@ -304,7 +299,7 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
 
 def _task(files: list[tuple[ProblemFile, str]], version: str, settings: TaskSettings) -> Task:
     """The task of these problem files (each with its subset's name), under these settings."""
-    fim, ks = settings.fim, settings.ks
+    fim, ks = settings.fim, settings.k.ks
     completions, solver, scorer = settings.samples, settings.solver, settings.scorer
     timeout, memory_limit, sandbox = settings.timeout, settings.memory_limit, settings.sandbox
     samples = samples_of(files, fim)
@@ -326,7 +321,7 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, settings: TaskSett
     asks = None
     if solver is None:
         asks = solver = (
-            AsksTheModel(infill_fim(fim.name), "heval_inspect/infill_fim")
+            AsksTheModel(infill_fim(fim), "heval_inspect/infill_fim")
             if fim
             else AsksTheModel(infill(), "heval_inspect/infill")
         )
