@@ -7,7 +7,7 @@ from inspect_ai.model import ChatMessageAssistant, ModelOutput, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from . import prompts
-from .data import count_completions, problem_for, read_completions
+from .data import check_completions, problem_for
 from .errors import NoModelError
 from .extract import middle_from_chat, middle_from_fim
 from .inspect_internals import Chain, PrerequisiteError
@@ -119,16 +119,11 @@ def replay(samples: str) -> Solver:
             (The task argument `-T samples=FILE` also sets the epochs and checks the file against
             the task's problems before anything runs.)
     """
-    # A missing or malformed file stops the run before it starts (a file the task checked
-    # already is not read again: data.check_completions).
-    count_completions(samples)
-    completions: dict[str, list[str]] = {}
+    # A missing or malformed file stops the run before it starts. Its texts come from the one
+    # read that checked it (data.check_completions): the task's own check, when it made this.
+    completions = check_completions(samples).completions
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        # Read at the first sample, not when the solver is made: a task made for its header and
-        # samples alone (`heval-inspect score`) does not hold the whole file.
-        if not completions:
-            completions.update(read_completions(samples))
         answers = completions.get(str(state.sample_id))
         if not answers:
             raise ValueError(f"{samples} has no completion for task {state.sample_id}.")
