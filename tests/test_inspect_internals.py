@@ -15,10 +15,12 @@ import pytest
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
+from inspect_ai.model import get_model
 from inspect_ai.scorer import match
 from inspect_ai.util import SandboxEnvironment
 
-from heval_inspect import humaneval, reference
+from heval_inspect import humaneval, humaneval_single_line_infilling, reference
+from heval_inspect.data import SUBSETS, load_official
 from heval_inspect.errors import DataError, TaskArgumentError
 from heval_inspect.inspect_internals import (
     EvalRecorder,
@@ -28,6 +30,7 @@ from heval_inspect.inspect_internals import (
     log_compression_in_one_thread,
     open_log_file,
 )
+from heval_inspect.testing.perfect_model import PerfectModelServer
 
 
 def test_our_user_errors_are_printed_by_inspects_cli_as_one_message_without_a_traceback(tmp_path):
@@ -92,3 +95,22 @@ def test_a_recorders_open_log_file_takes_the_samples_given_so_far(tmp_path):
         await file.write_buffered_samples()  # what score.py's writer calls on it
 
     asyncio.run(write())
+
+
+@pytest.mark.data
+def test_the_parsed_k_and_fim_format_are_recorded_in_the_log_as_given(tmp_path, monkeypatch):
+    # The task hands the FIM solver and the metric the values it parsed (a FimFormat, a PassAtK):
+    # Inspect records each by its `_repr_params_`, as if the names had been passed.
+    task = humaneval_single_line_infilling(fim_format="starcoder", k=["1", "2"], sandbox="local")
+    task.dataset = task.dataset[:1]
+    with PerfectModelServer([load_official(SUBSETS["single_line"])[0]]) as server:
+        monkeypatch.setenv("PERFECT_BASE_URL", f"{server.url}/v1")
+        monkeypatch.setenv("PERFECT_API_KEY", "perfect")
+        model = get_model("openai-api-completions/perfect/starcoder", memoize=False)
+        [log] = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none")
+    assert log.status == "success", log.error
+    [step] = log.plan.steps
+    assert (step.solver, step.params) == ("heval_inspect/infill_fim", {"fim_format": "starcoder"})
+    [metric] = log.eval.metrics
+    assert (metric.name, metric.options["k"]) == ("heval_inspect/humaneval_metrics", ["1", "2"])
+    assert log.results.scores[0].metrics["pass@2"].value == 1.0

@@ -1,5 +1,6 @@
 """Completions made elsewhere, in the reference's format: checked, replayed, exported back."""
 
+import builtins
 import hashlib
 import json
 from pathlib import Path
@@ -45,6 +46,7 @@ def test_a_completion_file_is_read_once_while_it_is_unchanged(tmp_path, monkeypa
     path = write_rows(tmp_path / "s.jsonl", [{"task_id": t, "completion": t} for t in "aba"])
     checked = check_completions(path)
     assert checked.counts == {"a": 2, "b": 1}
+    assert checked.completions == {"a": ("a", "a"), "b": ("b",)}  # kept for the replay
     assert checked.sha256 == hashlib.sha256(Path(path).read_bytes()).hexdigest()
     with monkeypatch.context() as patched:  # the task, its solver and `score` ask it again
         patched.setattr(Path, "read_bytes", lambda self: pytest.fail(f"{self} read again"))
@@ -120,3 +122,30 @@ def test_reference_example_replayed_and_exported_as_the_reference_does(tmp_path)
     assert [r["passed"] for r in results] == [False] * 7 + [True] * 3
     assert results[1]["result"] == "timed out"
     assert results[0]["result"] == "failed: invalid syntax (<string>, line 3)"  # ...)1
+
+
+@pytest.mark.data
+def test_a_replayed_run_reads_its_completion_file_once(tmp_path, monkeypatch):
+    samples = tmp_path / "samples.jsonl"  # a file no earlier test has checked in this process
+    samples.write_bytes(official_path(EXAMPLE_SAMPLES).read_bytes())
+    opened = []
+
+    def counted(open_file):
+        def opens(file, *args, **kwargs):
+            if isinstance(file, str | Path) and Path(file).resolve() == samples.resolve():
+                opened.append(file)
+            return open_file(file, *args, **kwargs)
+
+        return opens
+
+    monkeypatch.setattr(builtins, "open", counted(builtins.open))
+    monkeypatch.setattr(Path, "open", counted(Path.open))
+    task = humaneval(
+        problem_file=str(official_path(EXAMPLE_PROBLEMS)), samples=str(samples), sandbox="local"
+    )
+    [log] = inspect_eval(task, model="none", score=False, log_dir=str(tmp_path), display="none")
+    assert log.status == "success", log.error
+    with open(official_path(EXAMPLE_SAMPLES)) as lines:
+        expected = [json.loads(line)["completion"] for line in lines]
+    assert [sample.output.completion for sample in log.samples] == expected  # epochs 1 to 10
+    assert len(opened) == 1  # the task's check: the replay answers from that read

@@ -9,9 +9,12 @@ import pytest
 from inspect_ai._util.registry import registry_find, registry_info, registry_lookup
 
 import heval_inspect  # (importing it registers the package's tasks, solvers and scorers)
+from heval_inspect import prompts
 from heval_inspect.data import SUBSETS, load_official, problem_for
 from heval_inspect.errors import DataError, TaskArgumentError
+from heval_inspect.metrics import PassAtK, humaneval_metrics
 from heval_inspect.scorer import assemble_program
+from heval_inspect.solvers import infill_fim
 from heval_inspect.tasks import (
     humaneval,
     humaneval_infilling,
@@ -257,3 +260,53 @@ def test_a_misspelt_fim_format_of_the_fim_solver_is_answered_with_the_closest():
 
     with pytest.raises(TaskArgumentError, match=re.escape("'deepsek' (did you mean deepseek?)")):
         infill_fim(fim_format="deepsek")
+
+
+@pytest.fixture
+def parses(monkeypatch):
+    """The calls of the one parser of `k` (PassAtK.parse) and of `fim_format`
+    (prompts.fim_format), wherever they come from."""
+    calls = []
+    parse_k, parse_fim = PassAtK.parse.__func__, prompts.fim_format
+
+    def k(cls, value):
+        calls.append(("k", value))
+        return parse_k(cls, value)
+
+    def fim_format(value):
+        calls.append(("fim_format", value))
+        return parse_fim(value)
+
+    monkeypatch.setattr(PassAtK, "parse", classmethod(k))
+    monkeypatch.setattr(prompts, "fim_format", fim_format)
+    return calls
+
+
+@pytest.mark.data
+def test_k_and_fim_format_are_parsed_once_and_handed_on_parsed(parses):
+    task = humaneval_single_line_infilling(fim_format="starcoder", k="1,2")
+    assert parses == [("fim_format", "starcoder"), ("k", "1,2")]
+    assert task.epochs == 2 and task.config.stop_seqs == list(prompts.FIM_FORMATS["starcoder"].stop)
+
+
+@pytest.mark.parametrize(
+    "argument, message",
+    [
+        ({"k": 0}, "k=0: give one or more whole numbers of 1 or more, e.g. -T k=1,10."),
+        ({"k": "1,x"}, "k='1,x': give one or more whole numbers"),
+        ({"fim_format": 7}, "fim_format=7: give one of starcoder, santacoder"),
+        ({"fim_format": "starcodr"}, "Unknown fim_format 'starcodr' (did you mean starcoder?)"),
+    ],
+)
+def test_a_bad_k_or_fim_format_is_refused_once_alike_by_the_task_and_by_its_public_user(
+    argument, message, parses
+):
+    with pytest.raises(TaskArgumentError, match=re.escape(message)):
+        humaneval(**argument)
+    assert parses == list(argument.items())  # the task refused it, before any file was read
+    # Called on their own (-S fim_format=..., a log's metric made again), the solver and the
+    # metric parse the name through the same parser.
+    own = humaneval_metrics if "k" in argument else infill_fim
+    with pytest.raises(TaskArgumentError, match=re.escape(message)):
+        own(**argument)
+    assert parses == list(argument.items()) * 2

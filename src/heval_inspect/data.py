@@ -20,7 +20,6 @@ import json
 import os
 import urllib.error
 import urllib.request
-from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,20 +205,12 @@ def read_problems(path: str | Path) -> list[dict]:
     return records
 
 
-def completion_rows(path: str | Path) -> Iterator[tuple[str, str]]:
+def _rows(path: str | Path, lines: Iterable[str]) -> Iterator[tuple[str, str]]:
     """(task id, completion) of each line of a completion file in the reference harness's format.
 
     One JSON object per line, {"task_id": ..., "completion": ...}; several lines for one task are
     its samples 1, 2, ... (epochs, for pass@k).
     """
-    try:
-        with open(path, encoding="utf-8") as lines:
-            yield from _rows(path, lines)
-    except (OSError, UnicodeDecodeError) as error:
-        raise DataError(f"Cannot read the completion file {path}: {error}") from error
-
-
-def _rows(path: str | Path, lines: Iterable[str]) -> Iterator[tuple[str, str]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -238,38 +229,45 @@ def _rows(path: str | Path, lines: Iterable[str]) -> Iterator[tuple[str, str]]:
 
 def read_completions(path: str | Path, only: Collection[str] | None = None) -> dict[str, list[str]]:
     """The completions of a file per task id, in file order; `only`: of these task ids alone
-    (the others are read, checked and dropped)."""
-    completions: dict[str, list[str]] = {}
-    for task_id, completion in completion_rows(path):
-        if only is None or task_id in only:
-            completions.setdefault(task_id, []).append(completion)
-    return _not_empty(completions, path)
+    (from the file's one read, `check_completions`)."""
+    completions = check_completions(path).completions
+    return {
+        task_id: list(texts)
+        for task_id, texts in completions.items()
+        if only is None or task_id in only
+    }
 
 
 def count_completions(path: str | Path) -> dict[str, int]:
     """How many completions a file has for each task id, in file order (the file checked as
-    `read_completions` checks it, its text not kept)."""
+    `read_completions` checks it)."""
     return dict(check_completions(path).counts)
 
 
 @dataclass(frozen=True)
 class CheckedCompletions:
-    """A completion file checked (each line as `read_completions` reads it), its texts not kept:
-    its SHA-256 and how many completions it has for each task id, in file order."""
+    """A completion file checked (each line as `read_completions` reads it): its SHA-256 and its
+    completions per task id, in file order, all from one read of it."""
 
     sha256: str
-    counts: dict[str, int]
+    completions: Mapping[str, tuple[str, ...]]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many completions it has for each task id, in file order."""
+        return {task_id: len(texts) for task_id, texts in self.completions.items()}
 
 
 # The completion files checked in this process, by path and the file's identity on disk (size,
 # modification time, inode): the task, its replay solver and each log's task of `heval-inspect
-# score` check one file, and read it once for all of them.
+# score` check one file, and read it once for all of them. Its texts are kept for the replay
+# (a few MB for the largest runs, 50,000 rows).
 _CHECKED: dict[tuple[Path, int, int, int], CheckedCompletions] = {}
 
 
 def check_completions(path: str | Path) -> CheckedCompletions:
-    """A completion file checked, read once while it is unchanged: its checksum and its counts
-    come from the same bytes."""
+    """A completion file checked, read once while it is unchanged: its checksum and its
+    completions come from the same bytes."""
     try:
         status = Path(path).stat()
         identity = (Path(path).resolve(), status.st_size, status.st_mtime_ns, status.st_ino)
@@ -280,9 +278,12 @@ def check_completions(path: str | Path) -> CheckedCompletions:
         lines = io.StringIO(content.decode("utf-8"), newline=None)
     except (OSError, UnicodeDecodeError) as error:
         raise DataError(f"Cannot read the completion file {path}: {error}") from error
-    counts = Counter(task_id for task_id, _ in _rows(path, lines))
+    completions: dict[str, list[str]] = {}
+    for task_id, completion in _rows(path, lines):
+        completions.setdefault(task_id, []).append(completion)
     checked = CheckedCompletions(
-        hashlib.sha256(content).hexdigest(), _not_empty(dict(counts), path)
+        hashlib.sha256(content).hexdigest(),
+        {task_id: tuple(texts) for task_id, texts in _not_empty(completions, path).items()},
     )
     _CHECKED[identity] = checked
     return checked

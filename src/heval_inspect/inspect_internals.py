@@ -24,6 +24,12 @@ fails loudly when either of these stops behaving as relied on here.
   entry: for a sample of a few KB, starting those threads costs about 0.8 ms of CPU, against
   0.04 ms in one thread (docs/benchmarks.md). The log reads the same either way (a zstd frame is
   a zstd frame).
+- `_repr_params_`: what Inspect records in a log of a solver's or a metric's argument that is
+  not a plain value: the value of its `_repr_params_()`, a method Inspect looks for by name. The
+  tasks hand the FIM solver and the metric the arguments they parsed, a prompts.FimFormat and
+  a metrics.PassAtK, which record themselves as the user gave them (the family's name, `k` as
+  given), so that a log's plan and metrics read as if the names had been passed, and a solver
+  or metric Inspect makes again from a log (eval-retry, `inspect score`) parses them from there.
 """
 
 from inspect_ai._util import (

@@ -25,8 +25,9 @@ is NaN (undefined), never 0, which would read as certainty.
 
 import logging
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from inspect_ai.hooks import Hooks, TaskStart, hooks
@@ -48,7 +49,7 @@ HEADLINE_BLEND = "sample_weighted/"
 PROBLEM_ID = "problem_id"
 
 
-def headline_name(ks: list[int], per_subset: bool) -> str:
+def headline_name(ks: Sequence[int], per_subset: bool) -> str:
     """The figure a run leads with: pass@k for the smallest k, over the whole run."""
     return f"{HEADLINE_BLEND if per_subset else ''}pass@{min(ks)}"
 
@@ -68,25 +69,47 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
-def parse_ks(k: int | str | Iterable[int | str]) -> list[int]:
-    """The k of pass@k from a task argument: 10, "1,10" or [1, 10]."""
-    if isinstance(k, str):
-        parts: Iterable[int | str] = k.split(",")
-    elif isinstance(k, int) and not isinstance(k, bool):
-        parts = [k]
-    elif isinstance(k, list | tuple):
-        parts = k
-    else:
-        parts = [str(k)]  # a float or a bool: refused below, as any other non-number
-    try:
-        ks = sorted({int(str(part).strip()) for part in parts})
-    except ValueError:
-        ks = []
-    if not ks or ks[0] < 1:
-        raise TaskArgumentError(
-            f"k={k!r}: give one or more whole numbers of 1 or more, e.g. -T k=1,10."
-        )
-    return ks
+@dataclass(frozen=True)
+class PassAtK:
+    """The `k` argument parsed (`parse`, the one parser of it): the k of pass@k, ascending, and
+    the argument as it was given, which is what a log records of it.
+
+    The tasks parse `-T k` once and hand this to the metric, which records it as given
+    (`_repr_params_`, see inspect_internals.py): the log's `k` reads as the user wrote it.
+    """
+
+    ks: tuple[int, ...]
+    given: Any  # as given: 10, "1,10", [1, 10], or ["1", "10"] from `-T k=1,10`
+
+    @classmethod
+    def parse(cls, k: Any) -> "PassAtK":
+        """The k of pass@k from a task argument: 10, "1,10" or [1, 10]."""
+        if isinstance(k, str):
+            parts: Iterable[Any] = k.split(",")
+        elif isinstance(k, int) and not isinstance(k, bool):
+            parts = [k]
+        elif isinstance(k, list | tuple):
+            parts = k
+        else:
+            parts = [str(k)]  # a float or a bool: refused below, as any other non-number
+        try:
+            ks = sorted({int(str(part).strip()) for part in parts})
+        except ValueError:
+            ks = []
+        if not ks or ks[0] < 1:
+            raise TaskArgumentError(
+                f"k={k!r}: give one or more whole numbers of 1 or more, e.g. -T k=1,10."
+            )
+        return cls(tuple(ks), k)
+
+    def _repr_params_(self) -> Any:
+        """What Inspect records of an argument of this type (a metric's `k`): the value given."""
+        return self.given
+
+
+def parse_ks(k: Any) -> list[int]:
+    """The k of pass@k from an argument as given (a log's `k`, say): 10, "1,10" or [1, 10]."""
+    return list(PassAtK.parse(k).ks)
 
 
 def weighted_mean(values: np.ndarray, weights: np.ndarray) -> float:
@@ -163,20 +186,25 @@ class TaskColumns:
 # it reads every epoch unreduced; real evals under --epochs-reducer in test_run_output.py test it.
 @metric(scores="unreduced")
 def humaneval_metrics(  # inspect-evals-lint: ignore[IETS008] -- tested by real evals (above)
-    k: int | str | list[int] = 1, per_subset: bool | None = None, cluster: str = PROBLEM_ID
+    k: PassAtK | int | str | list[int] = 1,
+    per_subset: bool | None = None,
+    cluster: str = PROBLEM_ID,
 ) -> Metric:
     """pass@k for each k, exact match (strict and stripped), per subset and blended.
 
     Args:
-        k: The k of pass@k: one or several (e.g. "1,10"). A k above the number of epochs is not
-            reported (and a warning says why).
+        k: The k of pass@k: one or several (e.g. "1,10"), or as the tasks give it, parsed
+            (PassAtK). A k above the number of epochs is not reported (and a warning says
+            why).
         per_subset: Report each subset under its own prefix, and the blends. Default: when the
             scores hold several subsets (the tasks set it from the subsets they were given, so
             that a run cut down to one subset keeps its names).
         cluster: The sample metadata that says which HumanEval problem a task was cut from; the
             standard errors are clustered by it.
     """
-    ks = parse_ks(k)
+    if not isinstance(k, PassAtK):  # as given (a call of its own, a log's metrics)
+        k = PassAtK.parse(k)
+    ks = list(k.ks)
 
     def compute(scores: list[SampleScore]) -> Value:
         if not scores:

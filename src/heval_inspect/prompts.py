@@ -6,7 +6,7 @@ the prefix and the suffix between their own special tokens, one row of `FIM_FORM
 """
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import TaskArgumentError, did_you_mean
 
@@ -61,6 +61,11 @@ class FimFormat:
     def order(self) -> Literal["PSM", "SPM"]:
         """Prefix-suffix-middle, or suffix-prefix-middle (the suffix is shown first)."""
         return "PSM" if self.layout.index("{prefix}") < self.layout.index("{suffix}") else "SPM"
+
+    def _repr_params_(self) -> str:
+        """What Inspect records of an argument of this type (infill_fim's `fim_format`): the
+        family's name, as `-S fim_format=NAME` gives it (see inspect_internals.py)."""
+        return self.name
 
 
 # The prompts are text: the server's tokenizer must map the token strings to the special tokens
@@ -151,8 +156,11 @@ FIM_FORMATS: dict[str, FimFormat] = {
 }
 
 
-def fim_format(name: str) -> FimFormat:
-    """The FIM family called `name`; a clear error listing the families otherwise."""
+def fim_format(name: Any) -> FimFormat:
+    """The FIM family a `fim_format` argument names (the tasks' `-T`, infill_fim's `-S`): the
+    one parser of it, with a clear error listing the families otherwise."""
+    if not isinstance(name, str):
+        raise TaskArgumentError(f"fim_format={name!r}: give one of {', '.join(FIM_FORMATS)}.")
     if name not in FIM_FORMATS:
         raise TaskArgumentError(
             f"Unknown fim_format {name!r}{did_you_mean(name, FIM_FORMATS)}: choose one of "

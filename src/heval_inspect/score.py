@@ -202,7 +202,7 @@ async def _run_logs(
             _say(f"this command already has a successful log: {done[0]}")
             logs.append(done[0])
             continue
-        # This log's completions alone: memory does not grow with the file either.
+        # This log's completions, from the file's one read (the task's check of it).
         completions = read_completions(samples, only={str(sample.id) for sample in task.dataset})
         interrupted = [log for log, _ in earlier]
         logs.append(

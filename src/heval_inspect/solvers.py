@@ -7,10 +7,11 @@ from inspect_ai.model import ChatMessageAssistant, ModelOutput, get_model
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from . import prompts
-from .data import count_completions, problem_for, read_completions
+from .data import check_completions, problem_for
 from .errors import NoModelError
 from .extract import middle_from_chat, middle_from_fim
 from .inspect_internals import Chain, PrerequisiteError
+from .prompts import FimFormat
 from .schema import MIDDLE
 
 __all__ = ["MIDDLE"]  # re-exported: code that took it from here before schema.py held it
@@ -34,16 +35,19 @@ def infill_chat() -> Solver:
 
 
 @solver
-def infill_fim(fim_format: str) -> Solver:
+def infill_fim(fim_format: FimFormat | str) -> Solver:
     """Send the raw FIM prompt (the sample's input) and take the completion up to a stop token.
 
     The tasks' `fim_format` argument builds that input and sets max_tokens and the family's stop
     sequences in the task's generate config (raw-completion providers default to 1 token).
 
     Args:
-        fim_format: The model family, a key of prompts.FIM_FORMATS (e.g. "starcoder").
+        fim_format: The model family: its name, a key of prompts.FIM_FORMATS (e.g. "starcoder"),
+            or as the tasks give it, parsed (a FimFormat).
     """
-    family = prompts.fim_format(fim_format)
+    family = fim_format
+    if not isinstance(family, FimFormat):  # by name (`-S fim_format=NAME`, a log's plan)
+        family = prompts.fim_format(family)
     ask = generate()
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -115,16 +119,11 @@ def replay(samples: str) -> Solver:
             (The task argument `-T samples=FILE` also sets the epochs and checks the file against
             the task's problems before anything runs.)
     """
-    # A missing or malformed file stops the run before it starts (a file the task checked
-    # already is not read again: data.check_completions).
-    count_completions(samples)
-    completions: dict[str, list[str]] = {}
+    # A missing or malformed file stops the run before it starts. Its texts come from the one
+    # read that checked it (data.check_completions): the task's own check, when it made this.
+    completions = check_completions(samples).completions
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        # Read at the first sample, not when the solver is made: a task made for its header and
-        # samples alone (`heval-inspect score`) does not hold the whole file.
-        if not completions:
-            completions.update(read_completions(samples))
         answers = completions.get(str(state.sample_id))
         if not answers:
             raise ValueError(f"{samples} has no completion for task {state.sample_id}.")

@@ -19,7 +19,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.log import HeadlineMetric
 from inspect_ai.model import GenerateConfig
-from inspect_ai.scorer import Scorer
+from inspect_ai.scorer import Metric, Scorer
 from inspect_ai.solver import Solver
 
 from . import prompts
@@ -34,7 +34,7 @@ from .data import (
     remember,
 )
 from .errors import DataError, TaskArgumentError, did_you_mean
-from .metrics import PROBLEM_ID, headline_name, humaneval_metrics, parse_ks
+from .metrics import PROBLEM_ID, PassAtK, headline_name, humaneval_metrics
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, sandbox_compose_file
@@ -184,11 +184,8 @@ class TaskArguments:
         check_name("sandbox", self.sandbox, ", ".join(SANDBOX_TYPES))
         check_timeout(self.timeout)
         check_memory_limit(self.memory_limit)
-        fim = None
-        if self.fim_format is not None:
-            check_name("fim_format", self.fim_format, ", ".join(prompts.FIM_FORMATS))
-            fim = prompts.fim_format(self.fim_format)
-        ks = parse_ks(self.k)
+        fim = None if self.fim_format is None else prompts.fim_format(self.fim_format)
+        k = PassAtK.parse(self.k)
         shard = parse_shard(self.shard)
         limit = parse_limit(self.limit)
         sample_ids = parse_sample_ids(self.sample_id)
@@ -198,8 +195,7 @@ class TaskArguments:
             problem_file=self.problem_file,
             samples=self.samples,
             partial=self.partial,
-            k=self.k,
-            ks=ks,
+            k=k,
             solver=self.solver,
             scorer=self.scorer,
             sandbox=self.sandbox,
@@ -221,14 +217,13 @@ class TaskSettings:
     problem_file: str | None
     samples: str | None  # the completion file
     partial: bool
-    k: int | str | list[int]  # as given: the metric records it so in the log
-    ks: list[int]  # the k of pass@k, ascending
+    k: PassAtK  # the k of pass@k, ascending (k.ks), and as given, which the log records
     solver: Solver | None
     scorer: Scorer | None
     sandbox: SandboxName
     timeout: float
     memory_limit: int
-    fim: FimFormat | None
+    fim: FimFormat | None  # the FIM family, or None for the chat prompt
     shard: Shard | None
     limit: slice | None  # of the whole run's samples, before the shard's share
     sample_ids: list[str] | None
@@ -304,19 +299,16 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
 
 def _task(files: list[tuple[ProblemFile, str]], version: str, settings: TaskSettings) -> Task:
     """The task of these problem files (each with its subset's name), under these settings."""
-    fim, ks = settings.fim, settings.ks
-    completions, solver, scorer = settings.samples, settings.solver, settings.scorer
-    timeout, memory_limit, sandbox = settings.timeout, settings.memory_limit, settings.sandbox
+    fim, solver, completions = settings.fim, settings.solver, settings.samples
     samples = samples_of(files, fim)
     data_files = [DataFile("problems", str(file.path), file.sha256) for file, _ in files]
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
-    epochs = max(ks)
+    epochs = max(settings.k.ks)
     if completions:
         samples, epochs = _replayed(samples, completions, settings.partial)
         solver = solver or replay(completions)
-        path = Path(completions)
-        checksum = check_completions(path).sha256  # the file checked by _replayed above
-        data_files.append(DataFile("completions", str(path.resolve()), checksum))
+        checksum = check_completions(completions).sha256  # the file checked by _replayed above
+        data_files.append(DataFile("completions", str(Path(completions).resolve()), checksum))
     # The run's samples, then (below) the shard's share of them.
     samples = select(samples, settings.limit, settings.sample_ids, lambda sample: str(sample.id))
     # Several subsets report each under its prefix, and blends; named by the task's subsets, so
@@ -326,38 +318,52 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, settings: TaskSett
     asks = None
     if solver is None:
         asks = solver = (
-            AsksTheModel(infill_fim(fim.name), "heval_inspect/infill_fim")
+            AsksTheModel(infill_fim(fim), "heval_inspect/infill_fim")
             if fim
             else AsksTheModel(infill(), "heval_inspect/infill")
         )
+    scorer, metric, headline = _scoring(settings, per_subset)
     task = Task(
         dataset=MemoryDataset(samples, name=dataset_name([file for file, _ in files])),
         epochs=epochs,
         solver=solver,
-        config=(
-            GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
-            if fim
-            else GenerateConfig()
-        ),
-        scorer=scorer or unit_tests(timeout=timeout, memory_limit=memory_limit),
-        # The pass@k asked for; a scorer of the user's own keeps its own metrics and headline.
-        # `cluster` is given by name so that the viewer labels the error bar stderr[problem_id].
-        metrics=(
-            None
-            if scorer
-            else [humaneval_metrics(settings.k, per_subset=per_subset, cluster=PROBLEM_ID)]
-        ),
-        headline_metric=(
-            None if scorer else HeadlineMetric(scorer=SCORER, metric=headline_name(ks, per_subset))
-        ),
-        sandbox=_sandbox(sandbox),
+        config=_generate_config(fim),
+        scorer=scorer,
+        metrics=None if metric is None else [metric],
+        headline_metric=headline,
+        sandbox=_sandbox(settings.sandbox),
         version=task_version(version),
-        metadata=eval_metadata(version, data_files, sandbox, timeout, memory_limit, fim),
+        metadata=eval_metadata(
+            version, data_files, settings.sandbox, settings.timeout, settings.memory_limit, fim
+        ),
     )
     task = apply_shard(task, settings.shard, problem_of)
     if asks is not None:
         asks.task = task  # a model of its own (task_with(task, model=...)) is the one asked
     return task
+
+
+def _generate_config(fim: FimFormat | None) -> GenerateConfig:
+    """A FIM family's room for the gap (raw-completion providers would ask for 1 token) and its
+    stop tokens; nothing for the chat prompt."""
+    if fim is None:
+        return GenerateConfig()
+    return GenerateConfig(max_tokens=FIM_MAX_TOKENS, stop_seqs=list(fim.stop))
+
+
+def _scoring(
+    settings: TaskSettings, per_subset: bool
+) -> tuple[Scorer, Metric | None, HeadlineMetric | None]:
+    """The scorer, the metric and the headline: the unit tests with the pass@k asked for, or a
+    scorer of the user's own with its own metrics and headline."""
+    if settings.scorer:
+        return settings.scorer, None, None
+    return (
+        unit_tests(timeout=settings.timeout, memory_limit=settings.memory_limit),
+        # `cluster` is given by name so that the viewer labels the error bar stderr[problem_id].
+        humaneval_metrics(settings.k, per_subset=per_subset, cluster=PROBLEM_ID),
+        HeadlineMetric(scorer=SCORER, metric=headline_name(settings.k.ks, per_subset)),
+    )
 
 
 def dataset_name(files: list[ProblemFile]) -> str:
