@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .data import ProblemFile
-from .errors import DataError
+from .errors import DataError, TaskArgumentError
 from .schema import ORIGINAL, VariantId
 
 VARIANTS = (ORIGINAL, "renamed", "reformatted")
@@ -90,7 +90,7 @@ class Variant:
 def check_variant(variant: Any) -> VariantId:
     """The variant argument, checked (one of VARIANTS): the variant this version builds."""
     if variant not in VARIANTS:
-        raise VariantError(
+        raise TaskArgumentError(
             f"variant={variant!r}: choose from {', '.join(VARIANTS)} (e.g. -T variant=renamed)."
         )
     return VariantId() if variant == ORIGINAL else VariantId(str(variant), GENERATOR_VERSION)
@@ -151,7 +151,7 @@ def _built(variant: str, text: str, test: str, entry_point: str, seed: str) -> _
     edited = _applied(text, edits)
     new_test = _applied(test, test_edits)
     new_entry_point = renames.get(entry_point, entry_point)
-    _check(variant, (text, test), (edited, new_test), renames)
+    _check(variant, (text, test, entry_point), (edited, new_test, new_entry_point), renames)
     renamed = tuple(sorted(renames.items()))
     return _Built(tuple(edits), new_test, new_entry_point, renamed, _tokens_changed(text, edited))
 
@@ -170,11 +170,11 @@ def problem_seed(task_id: str) -> str:
 def problem_names(record: Mapping[str, Any]) -> set[str]:
     """The identifiers a problem defines (see the module's docstring): those `renamed` renames."""
     text = record["prompt"] + record["canonical_solution"] + record.get("suffix", "")
-    return _names_defined(text, record["test"])
+    return _names_defined(text, record["test"], record["entry_point"])
 
 
-def _names_defined(text: str, test: str) -> set[str]:
-    scopes = _Scopes(text + "\n" + test + "\n", len(text))
+def _names_defined(text: str, test: str, entry_point: str) -> set[str]:
+    scopes = _Scopes(text + "\n" + test + "\n", len(text), entry_point)
     return {name for _, name, _ in scopes.renamable_occurrences()}
 
 
@@ -268,11 +268,13 @@ class _Scope:
 class _Scopes(ast.NodeVisitor):
     """Each name of a program, where it is written, and the scope whose binding it is, as
     Python resolves it (local, enclosing function, global, else builtin); `problem_end`: where
-    the problem's text ends (the tests follow)."""
+    the problem's text ends (the tests follow, then check(entry_point))."""
 
-    def __init__(self, program: str, problem_end: int):
+    def __init__(self, program: str, problem_end: int, entry_point: str):
         self.source = _Source(program)
         self.problem_end = problem_end
+        self.entry_point = entry_point
+        self.candidate: tuple[_Scope, str] | None = None  # the tests' check(candidate)
         self.tokens = [
             t for t in _tokens(program) if t.type == tokenize.NAME or t.type == tokenize.OP
         ]
@@ -337,7 +339,11 @@ class _Scopes(ast.NodeVisitor):
                  *node.args.kwonlyargs, node.args.kwarg]  # fmt: skip
         self.scope.functions[node.name] = [each.arg for each in every if each]
         self._arguments(node.args, node.returns)
-        self._function_body(node.args, node.body)
+        body = self._function_body(node.args, node.body)
+        if self.scope is self.module and node.name == "check" and node.args.args:
+            # The harness calls check(entry_point): `candidate(x=...)` in the tests passes the
+            # entry point's parameter x.
+            self.candidate = (body, node.args.args[0].arg)
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
@@ -357,7 +363,9 @@ class _Scopes(ast.NodeVisitor):
         if returns is not None:
             self.visit(returns)
 
-    def _function_body(self, arguments: ast.arguments, body: Sequence[ast.stmt] | ast.expr) -> None:
+    def _function_body(
+        self, arguments: ast.arguments, body: Sequence[ast.stmt] | ast.expr
+    ) -> _Scope:
         scope = _Scope("function", self.scope)
         for each in [*arguments.posonlyargs, *arguments.args, arguments.vararg,
                      *arguments.kwonlyargs, arguments.kwarg]:  # fmt: skip
@@ -365,6 +373,7 @@ class _Scopes(ast.NodeVisitor):
                 scope.bind(each.arg, self._offset(each))
                 self._written(each.arg, self._offset(each), scope)
         self._inside(scope, body)
+        return scope
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         offset = self._name_after(self._offset(node), after="class")
@@ -535,6 +544,8 @@ class _Scopes(ast.NodeVisitor):
                 yield offset, name, len(name)
         for scope, function, argument, offset in self.keywords:
             found = self.binding(scope, function)
+            if found is not None and found == self.candidate:
+                function, found = self.entry_point, self.binding(self.module, self.entry_point)
             if (
                 found
                 and self.renamable(*found)
@@ -592,7 +603,7 @@ def _renaming(
 ) -> tuple[dict[str, str], list[_Edit], list[_Edit]]:
     """The new names, and the edits of the problem's text and of its tests."""
     program = text + "\n" + test + "\n"
-    scopes = _Scopes(program, len(text))
+    scopes = _Scopes(program, len(text), entry_point)
     occurrences = sorted(set(scopes.renamable_occurrences()))
     taken = _words(program) | _words(entry_point)
     renames = _new_names(sorted({name for _, name, _ in occurrences}), seed, taken)
@@ -806,10 +817,13 @@ def _tokens_changed(original: str, variant: str) -> int:
 
 
 def _check(
-    variant: str, original: tuple[str, str], edited: tuple[str, str], renames: dict[str, str]
+    variant: str,
+    original: tuple[str, str, str],
+    edited: tuple[str, str, str],
+    renames: dict[str, str],
 ) -> None:
-    """What must hold of every variant, checked as it is built (each a program's text and its
-    tests): reformatted, the same syntax tree; renamed, each name the problem defined now under
+    """What must hold of every variant, checked as it is built (each a program's text, its
+    tests and its entry point): reformatted, the same syntax tree; renamed, each name the problem defined now under
     its new name, and none of them left."""
     if variant == "reformatted":
         if ast.dump(ast.parse(original[0])) != ast.dump(ast.parse(edited[0])):
