@@ -435,3 +435,64 @@ def test_every_variant_of_every_task_passes_and_its_controls_fail_as_the_origina
     # both), which works in the original and is renamed apart in the variant: it may fail where
     # the original passed, never pass where the original failed
     assert not [d for d in disagreements if d[4]]
+
+
+# --- The report: a model that answers from memory --------------------------------------------
+
+
+@pytest.mark.docker
+def test_the_report_shows_the_gap_of_a_model_that_answers_from_memory(tmp_path):
+    """A "model" that answers every task with the original's canonical gap, in the original and
+    in the renamed variant (what memorisation does): same name, same task, same problems and
+    completion file; the report names the comparison and shows the gap it must."""
+    from heval_inspect.batch import score_completions
+    from heval_inspect.report import build_report
+    from heval_inspect.report.render import markdown
+
+    task = "humaneval_random_span_infilling_light"
+    records = load_official(SUBSETS["random_span_light"])
+    answers = tmp_path / "memorised.jsonl"
+    answers.write_text(
+        "".join(
+            json.dumps({"task_id": r["task_id"], "completion": r["canonical_solution"]}) + "\n"
+            for r in records
+        )
+    )
+    logs = tmp_path / "logs"
+    for variant in ("original", "renamed"):
+        score_completions(str(answers), task, {"variant": variant}, str(logs),
+                          metadata={"label": "memoriser"}, progress=False)  # fmt: skip
+    # what the renamed run must find: the tasks whose original gap fails in the variant
+    renamed = [make_variant(r, "renamed").record for r in records]
+    causes = asyncio.run(
+        verdicts(
+            [program_of(v, r["canonical_solution"]) for r, v in zip(records, renamed, strict=True)]
+        )
+    )
+    failing = sorted(
+        r["task_id"] for r, c in zip(records, causes, strict=True) if c != Cause.PASSED
+    )
+    assert 0 < len(failing) < len(records)
+
+    report = build_report([str(logs)])
+    [comparison] = report.comparisons
+    assert comparison.baseline.variant == "original" and comparison.other.variant == "renamed"
+    assert comparison.title == "memoriser: renamed minus original (variant gap)"
+    by_figure = {d.figure: d for d in comparison.differences}
+    gap = by_figure["pass@1"]
+    assert gap.group == "random_span_light" and gap.tasks == len(records)
+    assert gap.baseline_value == 1.0
+    assert gap.difference == pytest.approx(-len(failing) / len(records))
+    assert gap.high < 0 and gap.p_value < 0.001
+    # exact match is against the variant's own gap: the original's text no longer matches it
+    changed = sum(
+        r["canonical_solution"] != v["canonical_solution"]
+        for r, v in zip(records, renamed, strict=True)
+    )
+    assert by_figure["exact_match"].difference == pytest.approx(-changed / len(records))
+    assert by_figure["exact_match"].high < 0
+    assert comparison.flips["pass@1"] == (failing, [])  # lost, gained
+    page = markdown(report)
+    assert "memoriser: renamed minus original (variant gap)" in page
+    assert "| exact_match |" in page
+    assert failing[0] in page
