@@ -14,7 +14,7 @@ from heval_inspect.sandbox.execution import execute
 from heval_inspect.sandbox.pool import standalone_pool
 from heval_inspect.schema import Cause
 from heval_inspect.scorer import assemble_program
-from heval_inspect.tasks import humaneval, problem_id
+from heval_inspect.tasks import INFILLING_VERSION, humaneval, problem_id
 from heval_inspect.variants import (
     GENERATOR_VERSION,
     make_variant,
@@ -451,17 +451,19 @@ def test_the_report_shows_the_gap_of_a_model_that_answers_from_memory(tmp_path):
 
     task = "humaneval_random_span_infilling_light"
     records = load_official(SUBSETS["random_span_light"])
-    answers = tmp_path / "memorised.jsonl"
-    answers.write_text(
-        "".join(
-            json.dumps({"task_id": r["task_id"], "completion": r["canonical_solution"]}) + "\n"
-            for r in records
-        )
-    )
     logs = tmp_path / "logs"
-    for variant in ("original", "renamed"):
-        score_completions(str(answers), task, {"variant": variant}, str(logs),
-                          metadata={"label": "memoriser"}, progress=False)  # fmt: skip
+    # and the same "model" on HumanEval: a gap of its own, under a title of its own
+    for name, rows in ((task, records), ("humaneval", load_official(HUMANEVAL))):
+        answers = tmp_path / f"{name}.jsonl"
+        answers.write_text(
+            "".join(
+                json.dumps({"task_id": r["task_id"], "completion": r["canonical_solution"]}) + "\n"
+                for r in rows
+            )
+        )
+        for variant in ("original", "renamed"):
+            score_completions(str(answers), name, {"variant": variant}, str(logs),
+                              metadata={"label": "memoriser"}, progress=False)  # fmt: skip
     # what the renamed run must find: the tasks whose original gap fails in the variant
     renamed = [make_variant(r, "renamed").record for r in records]
     causes = asyncio.run(
@@ -475,9 +477,13 @@ def test_the_report_shows_the_gap_of_a_model_that_answers_from_memory(tmp_path):
     assert 0 < len(failing) < len(records)
 
     report = build_report([str(logs)])
-    [comparison] = report.comparisons
+    gaps = {c.other.task: c for c in report.comparisons}
+    assert len(report.comparisons) == 2 and all(c.variant_gap for c in report.comparisons)
+    comparison, humaneval_gap = gaps[task], gaps["humaneval"]
+    assert humaneval_gap.differences[0].difference == -1.0  # no original body runs renamed
     assert comparison.baseline.variant == "original" and comparison.other.variant == "renamed"
-    assert comparison.title == "memoriser: renamed minus original (variant gap)"
+    title = f"memoriser ({task} {INFILLING_VERSION}): renamed minus original (variant gap)"
+    assert comparison.title == title
     by_figure = {d.figure: d for d in comparison.differences}
     gap = by_figure["pass@1"]
     assert gap.group == "random_span_light" and gap.tasks == len(records)
@@ -493,6 +499,37 @@ def test_the_report_shows_the_gap_of_a_model_that_answers_from_memory(tmp_path):
     assert by_figure["exact_match"].high < 0
     assert comparison.flips["pass@1"] == (failing, [])  # lost, gained
     page = markdown(report)
-    assert "memoriser: renamed minus original (variant gap)" in page
+    assert f"### {title}\n" in page and f"### {title}: tasks that flip (pass@1)\n" in page
+    assert f"### {humaneval_gap.title}\n" in page and humaneval_gap.title != title
     assert "| exact_match |" in page
     assert failing[0] in page
+
+
+# --- docs/variants.md shows what the generator makes ----------------------------------------
+
+VARIANTS_PAGE = Path(__file__).parents[1] / "docs" / "variants.md"
+GAP_START, GAP_END = "⟦", "⟧"
+
+
+def example_block(record, variant):
+    """A task as docs/variants.md shows it: prompt, ⟦gap⟧, suffix, under a heading."""
+    shown = make_variant(record, variant).record
+    text = (
+        shown["prompt"]
+        + GAP_START
+        + shown["canonical_solution"]
+        + GAP_END
+        + shown.get("suffix", "")
+    )
+    return f"`{variant}`:\n\n```python\n{text.rstrip()}\n```\n"
+
+
+@pytest.mark.data
+def test_the_variants_page_shows_the_generators_own_examples():
+    page = VARIANTS_PAGE.read_text(encoding="utf-8")
+    records = {r["task_id"]: r for f in official_files().values() for r in load_official(f)}
+    shown = [line.removeprefix("#### ") for line in page.splitlines() if line.startswith("#### ")]
+    assert len(shown) == 3 * len(official_files())
+    for task_id in shown:
+        for variant in ("original", "renamed", "reformatted"):
+            assert example_block(records[task_id], variant) in page, (task_id, variant)

@@ -295,13 +295,11 @@ class _Scopes(ast.NodeVisitor):
     def _end(self, node: ast.AST) -> int:
         return self.source.of_node(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
 
-    def _name_after(self, offset: int, after: str | None = None, end: int | None = None) -> int:
+    def _name_after(self, offset: int, after: str | None = None) -> int:
         """The offset of the first name token from `offset` on (after the token `after`)."""
         index = bisect.bisect_left(self.token_offsets, offset)
         while index < len(self.tokens):
             token = self.tokens[index]
-            if end is not None and self.token_offsets[index] >= end:
-                break
             if after is None and token.type == tokenize.NAME:
                 return self.token_offsets[index]
             if after is not None and token.string == after:
@@ -412,11 +410,7 @@ class _Scopes(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         offset = self._offset(node)
         if not isinstance(node.ctx, ast.Load):
-            scope = self.scope
-            if node.id in scope.declared_global:
-                self.module.bind(node.id, offset)
-            elif node.id not in scope.declared_nonlocal:
-                scope.bind(node.id, offset)
+            self._binds(node.id, offset)
         self._written(node.id, offset)
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:

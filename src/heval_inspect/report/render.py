@@ -290,7 +290,9 @@ SECTIONS = (
         "by whether the gap starts or ends in the middle of a line.")),
 )  # fmt: skip
 # What the terminal leaves out to fit its width: in the Markdown and HTML views and the CSV files.
-TERMINAL_OMITS = {"runs": ("logs",), "results": ("epochs",), "differences": ("SE",)}
+TERMINAL_OMITS = {
+    "runs": ("logs",), "results": ("epochs",), "differences": ("SE", "task ids"),
+}  # fmt: skip
 
 
 def _tables(tables: "Tables | tuple[Tables, ...]", report: Report) -> dict[str, list[dict]]:

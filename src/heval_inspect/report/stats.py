@@ -228,7 +228,8 @@ class Comparison:
     @property
     def title(self) -> str:
         if self.variant_gap:
-            return f"{self.other.name}: {self.other.variant.name} minus original (variant gap)"
+            run = f"{self.other.name} ({self.other.task} {self.other.version})"
+            return f"{run}: {self.other.variant.name} minus original (variant gap)"
         return f"{self.other.label} minus {self.baseline.label}"
 
 
