@@ -28,7 +28,7 @@ from typing import Any
 
 from .errors import DataError
 from .host import cache_dir
-from .schema import SampleMetadata, VariantId
+from .schema import ORIGINAL_VARIANT, SampleMetadata, VariantId
 
 # Upstream commits the checksums below were taken from (openai/human-eval-infilling and
 # openai/human-eval on GitHub).
@@ -118,7 +118,9 @@ class ProblemFile:
     path: Path
     sha256: str
     records: list[dict]
-    variant: VariantId = VariantId()  # the records are this variant of the file's (variants.py)
+    variant: VariantId = (
+        ORIGINAL_VARIANT  # the records are this variant of the file's (variants.py)
+    )
 
     @property
     def source(self) -> str:

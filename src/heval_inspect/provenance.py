@@ -19,7 +19,7 @@ from inspect_ai.hooks import Hooks, TaskStart, hooks
 from . import prompts
 from .prompts import FimFormat
 from .sandbox.provenance import image_ids, limits, sandbox_provenance
-from .schema import DataFile, EvalMetadata, Provenance, VariantId, is_ours
+from .schema import ORIGINAL_VARIANT, DataFile, EvalMetadata, Provenance, VariantId, is_ours
 
 PACKAGE = "heval-inspect"
 PACKAGE_DIR = Path(__file__).parent
@@ -38,7 +38,7 @@ def eval_metadata(
     timeout: float,
     memory_limit: int,
     fim: FimFormat | None,
-    variant: VariantId = VariantId(),
+    variant: VariantId = ORIGINAL_VARIANT,
 ) -> dict[str, Any]:
     """The eval metadata of a run of one of the package's tasks.
 

@@ -76,6 +76,9 @@ class VariantId:
         return cls(name, None if name == ORIGINAL or version is None else int(version))
 
 
+ORIGINAL_VARIANT = VariantId()
+
+
 @dataclass(frozen=True)
 class SampleMetadata:
     """What a sample of ours carries in its metadata: its subset, the HumanEval problem it was
@@ -86,7 +89,7 @@ class SampleMetadata:
     subset: str
     problem_id: str
     source: str
-    variant: VariantId = VariantId()
+    variant: VariantId = ORIGINAL_VARIANT
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -328,7 +331,7 @@ class EvalMetadata:
     shard: "ShardRecord | None" = None
     label: str | None = None  # what the report names the run
     run_key: str | None = None  # RUN_KEY: the command the log came from
-    variant: VariantId = VariantId()  # the tasks' variant (`-T variant`)
+    variant: VariantId = ORIGINAL_VARIANT  # the tasks' variant (`-T variant`)
 
     def task_metadata(self) -> dict[str, Any]:
         """What a task records (the version, the provenance, and a variant other than the

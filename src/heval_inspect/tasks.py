@@ -38,7 +38,7 @@ from .metrics import PROBLEM_ID, headline_name, humaneval_metrics, parse_ks
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, sandbox_compose_file
-from .schema import ORIGINAL, SCORER, DataFile, SampleMetadata, VariantId
+from .schema import ORIGINAL, ORIGINAL_VARIANT, SCORER, DataFile, SampleMetadata, VariantId
 from .scorer import unit_tests
 from .shard import Shard, apply_shard, parse_limit, parse_sample_ids, parse_shard, select
 from .solvers import AsksTheModel, infill_fim, replay
@@ -70,7 +70,7 @@ def record_to_sample(
     subset: str,
     source: str,
     fim: FimFormat | None = None,
-    variant: VariantId = VariantId(),
+    variant: VariantId = ORIGINAL_VARIANT,
 ) -> Sample:
     """One problem as a sample; its input is the chat prompt, or the raw prompt of a FIM family.
 
@@ -83,9 +83,7 @@ def record_to_sample(
         id=record["task_id"],
         input=fim_prompt(fim, prompt, suffix) if fim else chat_prompt(prompt, suffix),
         target=record["canonical_solution"],
-        metadata=SampleMetadata(
-            subset, problem_id(record["task_id"]), source, variant
-        ).metadata(),
+        metadata=SampleMetadata(subset, problem_id(record["task_id"]), source, variant).metadata(),
     )
 
 

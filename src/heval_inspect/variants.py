@@ -42,7 +42,7 @@ from typing import Any
 
 from .data import ProblemFile
 from .errors import DataError, TaskArgumentError
-from .schema import ORIGINAL, VariantId
+from .schema import ORIGINAL, ORIGINAL_VARIANT, VariantId
 
 VARIANTS = (ORIGINAL, "renamed", "reformatted")
 # Goes up whenever a variant's text for some task changes: logs record it (and sources name it)
@@ -93,7 +93,7 @@ def check_variant(variant: Any) -> VariantId:
         raise TaskArgumentError(
             f"variant={variant!r}: choose from {', '.join(VARIANTS)} (e.g. -T variant=renamed)."
         )
-    return VariantId() if variant == ORIGINAL else VariantId(str(variant), GENERATOR_VERSION)
+    return ORIGINAL_VARIANT if variant == ORIGINAL else VariantId(str(variant), GENERATOR_VERSION)
 
 
 def make_variant(record: Mapping[str, Any], variant: str) -> Variant:
@@ -289,11 +289,14 @@ class _Scopes(ast.NodeVisitor):
 
     # Where names are written.
 
+    # ast.AST declares no position, but every node placed here (statements, expressions,
+    # arguments, handlers, aliases) has one.
     def _offset(self, node: ast.AST) -> int:
         return self.source.of_node(node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
     def _end(self, node: ast.AST) -> int:
-        return self.source.of_node(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        end = (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        return self.source.of_node(*end)
 
     def _name_after(self, offset: int, after: str | None = None) -> int:
         """The offset of the first name token from `offset` on (after the token `after`)."""
@@ -343,7 +346,7 @@ class _Scopes(ast.NodeVisitor):
             # entry point's parameter x.
             self.candidate = (body, node.args.args[0].arg)
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         self._arguments(node.args, None)
@@ -396,11 +399,11 @@ class _Scopes(ast.NodeVisitor):
             self.visit(part)
         self.scope = outer
 
-    def visit_ListComp(self, node: ast.ListComp) -> None:
+    def visit_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp) -> None:
         self._comprehension(node, [node.elt])
 
-    visit_SetComp = visit_ListComp  # type: ignore[assignment]
-    visit_GeneratorExp = visit_ListComp  # type: ignore[assignment]
+    visit_SetComp = visit_ListComp
+    visit_GeneratorExp = visit_ListComp
 
     def visit_DictComp(self, node: ast.DictComp) -> None:
         self._comprehension(node, [node.key, node.value])
@@ -433,7 +436,7 @@ class _Scopes(ast.NodeVisitor):
                 self.scope.bind(name, self._offset(node))
                 self.scope.imported.add(name)
 
-    visit_ImportFrom = visit_Import  # type: ignore[assignment]
+    visit_ImportFrom = visit_Import
 
     def visit_Global(self, node: ast.Global | ast.Nonlocal) -> None:
         declared = (
@@ -448,7 +451,7 @@ class _Scopes(ast.NodeVisitor):
             self._written(name, offset)
             offset += len(name) - 1
 
-    visit_Nonlocal = visit_Global  # type: ignore[assignment]
+    visit_Nonlocal = visit_Global
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.name:
@@ -817,8 +820,8 @@ def _check(
     renames: dict[str, str],
 ) -> None:
     """What must hold of every variant, checked as it is built (each a program's text, its
-    tests and its entry point): reformatted, the same syntax tree; renamed, each name the problem defined now under
-    its new name, and none of them left."""
+    tests and its entry point): reformatted, the same syntax tree; renamed, each name the
+    problem defined now under its new name, and none of them left."""
     if variant == "reformatted":
         if ast.dump(ast.parse(original[0])) != ast.dump(ast.parse(edited[0])):
             raise VariantError("reformatting changed the program's syntax tree")

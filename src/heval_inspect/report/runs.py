@@ -48,6 +48,7 @@ from ..metrics import parse_ks
 from ..schema import (
     MEAN_FIGURES,
     ORIGINAL,
+    ORIGINAL_VARIANT,
     PASSED,
     SCORER,
     TASK_PREFIX,
@@ -97,7 +98,7 @@ class Run:
     # One row per scored (task, epoch), in task order (see `Samples`).
     samples: "Samples" = field(kw_only=True)
     # -T variant: the tasks as they are, or a variant (variants.py), and its generator's version
-    variant: VariantId = VariantId()
+    variant: VariantId = ORIGINAL_VARIANT
 
     @property
     def label(self) -> str:

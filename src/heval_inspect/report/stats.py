@@ -332,7 +332,8 @@ def pairs(runs: list[Run], baseline: str | None) -> list[tuple[Run, Run]]:
             names = ", ".join(sorted({run.name for run in runs}))
             raise ReportError(f"--baseline {baseline}: no run has that name; the runs: {names}.")
         for base in matching:
-            chosen += [(base, run) for run in by_task[(base.task, base.variant.name)] if run is not base]
+            same = by_task[(base.task, base.variant.name)]
+            chosen += [(base, run) for run in same if run is not base]
         return chosen + gaps
     for task_runs in by_task.values():
         for i, first in enumerate(task_runs):
