@@ -27,7 +27,7 @@ from typing import Any
 
 from .errors import DataError
 from .host import cache_dir
-from .schema import SampleMetadata
+from .schema import ORIGINAL_VARIANT, SampleMetadata, VariantId
 
 # Upstream commits the checksums below were taken from (openai/human-eval-infilling and
 # openai/human-eval on GitHub).
@@ -117,11 +117,16 @@ class ProblemFile:
     path: Path
     sha256: str
     records: list[dict]
+    variant: VariantId = (
+        ORIGINAL_VARIANT  # the records are this variant of the file's (variants.py)
+    )
 
     @property
     def source(self) -> str:
-        """What its samples point at: the file's name and the start of its SHA-256."""
-        return f"{self.path.name}@{self.sha256[:12]}"
+        """What its samples point at: the file's name and the start of its SHA-256, and the
+        variant ("#renamed-1") if its records are one."""
+        source = f"{self.path.name}@{self.sha256[:12]}"
+        return f"{source}#{self.variant.tag}" if self.variant.tag else source
 
 
 def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> list[dict]:
@@ -325,7 +330,7 @@ def problem_for(task_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
             f"whose metadata holds prompt, suffix, test and entry_point."
         )
     if (source, task_id) not in _REMEMBERED:
-        _load_official(source)
+        _load(source)
     record = _REMEMBERED.get((source, task_id))
     if record is None:
         if any(each == source for each, _ in _REMEMBERED):
@@ -339,6 +344,20 @@ def problem_for(task_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
             f"name that very file: --scorer heval_inspect/unit_tests -S problem_file=PATH."
         )
     return record
+
+
+def _load(source: str) -> None:
+    """Load the problems a sample's `source` names: an official file (see _load_official), or a
+    variant ("...#renamed-1") of a file loaded or official, built again."""
+    file_source, _, variant = source.partition("#")
+    if not any(each == file_source for each, _ in _REMEMBERED):
+        _load_official(file_source)
+    if variant:
+        from .variants import variant_records  # (which imports this module)
+
+        records = [record for (each, _), record in _REMEMBERED.items() if each == file_source]
+        for record in variant_records(records, variant):
+            _REMEMBERED[(source, record["task_id"])] = record
 
 
 def _load_official(source: str) -> None:

@@ -19,7 +19,7 @@ from inspect_ai.hooks import Hooks, TaskStart, hooks
 from . import prompts
 from .prompts import FimFormat
 from .sandbox.provenance import image_ids, limits, sandbox_provenance
-from .schema import DataFile, EvalMetadata, Provenance, is_ours
+from .schema import ORIGINAL_VARIANT, DataFile, EvalMetadata, Provenance, VariantId, is_ours
 
 PACKAGE = "heval-inspect"
 PACKAGE_DIR = Path(__file__).parent
@@ -38,6 +38,7 @@ def eval_metadata(
     timeout: float,
     memory_limit: int,
     fim: FimFormat | None,
+    variant: VariantId = ORIGINAL_VARIANT,
 ) -> dict[str, Any]:
     """The eval metadata of a run of one of the package's tasks.
 
@@ -48,6 +49,7 @@ def eval_metadata(
         timeout: The time limit of each program (seconds).
         memory_limit: The address space of each of a program's processes (MiB).
         fim: The FIM family the prompts are written for, or None for the chat prompts.
+        variant: The tasks' variant (`-T variant`): the original's adds nothing.
     """
     comparability, interface = version.split("-")
     return EvalMetadata(
@@ -61,6 +63,7 @@ def eval_metadata(
             limits=limits(sandbox_kind, timeout, memory_limit),
             prompt=_prompt(fim),
         ),
+        variant=variant,
     ).task_metadata()
 
 

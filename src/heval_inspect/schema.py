@@ -48,6 +48,39 @@ def is_ours(task_registry_name: str | None) -> TypeGuard[str]:
     return (task_registry_name or "").startswith(TASK_PREFIX)
 
 
+ORIGINAL = "original"  # the tasks as they are published (`-T variant`, variants.py)
+
+
+@dataclass(frozen=True)
+class VariantId:
+    """Which variant of the tasks (`-T variant`, variants.py) a sample or a run was made from,
+    and the version of the generator that built it: the same name from different versions is
+    different problems. The original's metadata says nothing of it (logs as before variants)."""
+
+    name: str = ORIGINAL
+    version: int | None = None  # None for the original
+
+    @property
+    def tag(self) -> str:
+        """How a sample's source names it: "renamed-1"; "" for the original."""
+        return "" if self.name == ORIGINAL else f"{self.name}-{self.version}"
+
+    def metadata(self) -> dict[str, Any]:
+        if self.name == ORIGINAL:
+            return {}
+        return {"variant": self.name, "variant_version": self.version}
+
+    @classmethod
+    def read(cls, metadata: Mapping[str, Any] | None) -> "VariantId":
+        metadata = metadata or {}
+        name = str(metadata.get("variant") or ORIGINAL)
+        version = metadata.get("variant_version")
+        return cls(name, None if name == ORIGINAL or version is None else int(version))
+
+
+ORIGINAL_VARIANT = VariantId()
+
+
 @dataclass(frozen=True)
 class SampleMetadata:
     """What a sample of ours carries in its metadata: its subset, the HumanEval problem it was
@@ -58,9 +91,15 @@ class SampleMetadata:
     subset: str
     problem_id: str
     source: str
+    variant: VariantId = ORIGINAL_VARIANT
 
-    def metadata(self) -> dict[str, str]:
-        return asdict(self)
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "subset": self.subset,
+            "problem_id": self.problem_id,
+            "source": self.source,
+            **self.variant.metadata(),
+        }
 
     @classmethod
     def read(cls, metadata: Mapping[str, Any] | None, sample_id: object) -> "SampleMetadata":
@@ -71,6 +110,7 @@ class SampleMetadata:
             subset=str(metadata.get("subset", "all")),
             problem_id=str(metadata.get("problem_id", sample_id)),
             source=str(metadata.get("source") or ""),
+            variant=VariantId.read(metadata),
         )
 
 
@@ -295,14 +335,17 @@ class EvalMetadata:
     shard: "ShardRecord | None" = None
     label: str | None = None  # what the report names the run
     run_key: str | None = None  # RUN_KEY: the command the log came from
+    variant: VariantId = ORIGINAL_VARIANT  # the tasks' variant (`-T variant`)
 
     def task_metadata(self) -> dict[str, Any]:
-        """What a task records (the version and the provenance), in the log's order."""
+        """What a task records (the version, the provenance, and a variant other than the
+        original), in the log's order."""
         return {
             "full_task_version": self.full_task_version,
             "task_comparability_version": self.task_comparability_version,
             "task_interface_version": self.task_interface_version,
             "provenance": self.provenance.metadata(),
+            **self.variant.metadata(),
         }
 
     @classmethod
@@ -319,4 +362,5 @@ class EvalMetadata:
             shard=ShardRecord.from_metadata(metadata.get(SHARD_KEY)),
             label=str(label) if label else None,
             run_key=str(run_key) if run_key else None,
+            variant=VariantId.read(metadata),
         )

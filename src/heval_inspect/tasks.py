@@ -38,11 +38,12 @@ from .metrics import PROBLEM_ID, PassAtK, headline_name, humaneval_metrics
 from .prompts import FimFormat, chat_prompt, fim_prompt
 from .provenance import eval_metadata, task_version
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, sandbox_compose_file
-from .schema import SCORER, DataFile, SampleMetadata
+from .schema import ORIGINAL, ORIGINAL_VARIANT, SCORER, DataFile, SampleMetadata, VariantId
 from .scorer import unit_tests
 from .shard import Shard, apply_shard, parse_limit, parse_sample_ids, parse_shard, select
 from .solvers import AsksTheModel, infill_fim, replay
 from .suffix_solvers import infill
+from .variants import check_variant, variant_file
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +66,11 @@ FIM_MAX_TOKENS = 1024
 
 
 def record_to_sample(
-    record: dict, subset: str, source: str, fim: FimFormat | None = None
+    record: dict,
+    subset: str,
+    source: str,
+    fim: FimFormat | None = None,
+    variant: VariantId = ORIGINAL_VARIANT,
 ) -> Sample:
     """One problem as a sample; its input is the chat prompt, or the raw prompt of a FIM family.
 
@@ -78,7 +83,7 @@ def record_to_sample(
         id=record["task_id"],
         input=fim_prompt(fim, prompt, suffix) if fim else chat_prompt(prompt, suffix),
         target=record["canonical_solution"],
-        metadata=SampleMetadata(subset, problem_id(record["task_id"]), source).metadata(),
+        metadata=SampleMetadata(subset, problem_id(record["task_id"]), source, variant).metadata(),
     )
 
 
@@ -87,7 +92,10 @@ def samples_of(files: list[tuple[ProblemFile, str]], fim: FimFormat | None) -> l
     samples = []
     for file, subset in files:
         remember(file)
-        samples += [record_to_sample(record, subset, file.source, fim) for record in file.records]
+        samples += [
+            record_to_sample(record, subset, file.source, fim, file.variant)
+            for record in file.records
+        ]
     return samples
 
 
@@ -157,6 +165,10 @@ class TaskArguments:
         sample_id: The samples of the whole run by id ("HumanEval/0,HumanEval/7"), before
             `shard` splits them, as Inspect's --sample-id (passed so by `heval-inspect
             parallel`).
+        variant: "original", or a semantics-preserving variant of every task, to tell memory
+            from skill: "renamed" (the problem's identifiers renamed everywhere, tests
+            included) or "reformatted" (the same tokens laid out differently); see
+            docs/variants.md.
     """
 
     data_dir: str | None = None
@@ -173,6 +185,7 @@ class TaskArguments:
     shard: str | None = None
     limit: int | str | None = None
     sample_id: str | list[str] | None = None
+    variant: str = ORIGINAL
 
     def parse(self) -> "TaskSettings":
         """The arguments parsed, before any file is read: what the task is built from. Each is
@@ -189,6 +202,7 @@ class TaskArguments:
         shard = parse_shard(self.shard)
         limit = parse_limit(self.limit)
         sample_ids = parse_sample_ids(self.sample_id)
+        variant = check_variant(self.variant)
         _check_sandbox_name(self.sandbox)
         return TaskSettings(
             data_dir=self.data_dir,
@@ -205,6 +219,7 @@ class TaskArguments:
             shard=shard,
             limit=limit,
             sample_ids=sample_ids,
+            variant=variant,
         )
 
 
@@ -227,6 +242,7 @@ class TaskSettings:
     shard: Shard | None
     limit: slice | None  # of the whole run's samples, before the shard's share
     sample_ids: list[str] | None
+    variant: VariantId
 
 
 def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
@@ -300,8 +316,10 @@ def _sandbox(sandbox: SandboxName) -> str | tuple[str, str]:
 def _task(files: list[tuple[ProblemFile, str]], version: str, settings: TaskSettings) -> Task:
     """The task of these problem files (each with its subset's name), under these settings."""
     fim, solver, completions = settings.fim, settings.solver, settings.samples
-    samples = samples_of(files, fim)
+    # The provenance records the published files (path and SHA-256) a variant is built from.
     data_files = [DataFile("problems", str(file.path), file.sha256) for file, _ in files]
+    files = [(variant_file(file, settings.variant), subset) for file, subset in files]
+    samples = samples_of(files, fim)
     # pass@k needs k samples per task: by default, as many epochs as the largest k.
     epochs = max(settings.k.ks)
     if completions:
@@ -334,7 +352,13 @@ def _task(files: list[tuple[ProblemFile, str]], version: str, settings: TaskSett
         sandbox=_sandbox(settings.sandbox),
         version=task_version(version),
         metadata=eval_metadata(
-            version, data_files, settings.sandbox, settings.timeout, settings.memory_limit, fim
+            version,
+            data_files,
+            settings.sandbox,
+            settings.timeout,
+            settings.memory_limit,
+            fim,
+            settings.variant,
         ),
     )
     task = apply_shard(task, settings.shard, problem_of)

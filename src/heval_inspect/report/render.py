@@ -145,7 +145,7 @@ def differences_tables(report: Report) -> dict[str, list[dict]]:
     tables = {}
     for c in report.comparisons:
         groups = {d.group for d in c.differences}
-        tables[f"{c.other.label} minus {c.baseline.label}"] = [
+        tables[c.title] = [
             ({"group": d.group} if len(groups) > 1 else {})
             | {
                 "figure": d.figure,
@@ -159,8 +159,26 @@ def differences_tables(report: Report) -> dict[str, list[dict]]:
                 "better (run / baseline)": f"{d.other_better} / {d.baseline_better}",
             }
             for d in c.differences
-            if d.figure.startswith("pass@")
+            # a variant gap: exact match too, since recalling the original's text is the point
+            if d.figure.startswith("pass@") or (c.variant_gap and d.figure == "exact_match")
         ]
+    return tables
+
+
+def flips_tables(report: Report) -> dict[str, list[dict]]:
+    """Each variant gap's tasks that flip at the smallest k: those it loses and gains."""
+    tables = {}
+    for c in report.comparisons:
+        if c.variant_gap and c.flips:
+            figure = min(c.flips, key=lambda name: int(name.removeprefix("pass@")))
+            lost, gained = c.flips[figure]
+            tables[f"{c.title}: tasks that flip ({figure})"] = [
+                {"flip": flip, "tasks": len(ids), "task ids": ", ".join(ids) or "none"}
+                for flip, ids in (
+                    (f"lower in {c.other.variant.name}", lost),
+                    (f"higher in {c.other.variant.name}", gained),
+                )
+            ]  # fmt: skip
     return tables
 
 
@@ -259,7 +277,7 @@ SECTIONS = (
         "(the clustering by HumanEval problem taken into account), which stays within [0, 1]; "
         "a figure from one problem has none. Exact match: the share of epochs whose span is the "
         "canonical one.")),
-    ("Paired comparison", "differences", (compared_tables, differences_tables), (
+    ("Paired comparison", "differences", (compared_tables, differences_tables, flips_tables), (
         "Run minus baseline on the tasks both ran (the tasks only one of them ran are left out, "
         "and counted): the difference, its paired standard error clustered by problem (SE), its "
         "95% interval, the two-sided p-value, and the minimum detectable effect at 80% power "
@@ -272,7 +290,9 @@ SECTIONS = (
         "by whether the gap starts or ends in the middle of a line.")),
 )  # fmt: skip
 # What the terminal leaves out to fit its width: in the Markdown and HTML views and the CSV files.
-TERMINAL_OMITS = {"runs": ("logs",), "results": ("epochs",), "differences": ("SE",)}
+TERMINAL_OMITS = {
+    "runs": ("logs",), "results": ("epochs",), "differences": ("SE", "task ids"),
+}  # fmt: skip
 
 
 def _tables(tables: "Tables | tuple[Tables, ...]", report: Report) -> dict[str, list[dict]]:

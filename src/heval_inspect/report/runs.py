@@ -47,6 +47,8 @@ from ..host import usable_cores
 from ..metrics import parse_ks
 from ..schema import (
     MEAN_FIGURES,
+    ORIGINAL,
+    ORIGINAL_VARIANT,
     PASSED,
     SCORER,
     TASK_PREFIX,
@@ -54,6 +56,7 @@ from ..schema import (
     EvalMetadata,
     SampleMetadata,
     ShardRecord,
+    VariantId,
     cause_of,
     completion_file_of,
     is_ours,
@@ -94,11 +97,14 @@ class Run:
     notes: list[str] = field(default_factory=list)
     # One row per scored (task, epoch), in task order (see `Samples`).
     samples: "Samples" = field(kw_only=True)
+    # -T variant: the tasks as they are, or a variant (variants.py), and its generator's version
+    variant: VariantId = ORIGINAL_VARIANT
 
     @property
     def label(self) -> str:
-        """The name the report shows: the run's name and its task version."""
-        return f"{self.name} ({self.task} {self.version})"
+        """The name the report shows: the run's name, its task version and its variant."""
+        variant = "" if self.variant.name == ORIGINAL else f", {self.variant.name}"
+        return f"{self.name} ({self.task} {self.version}{variant})"
 
 
 @dataclass(frozen=True)
@@ -313,6 +319,7 @@ def _read_log(file: str) -> Callable[[Samples], Log]:
         files=[file],
         problem_files=problem_files,
         notes=notes,
+        variant=metadata.variant,
     )
 
     def log_of(samples: Samples) -> Log:
@@ -378,6 +385,7 @@ def _identity(run: Run) -> tuple:
         run.timeout,
         run.memory_bytes,
         tuple(run.ks),
+        run.variant,
     )
 
 

@@ -16,7 +16,7 @@ spread observed; t is Student's, with the effective degrees of freedom of the cl
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -29,7 +29,7 @@ from ..metrics import (
     summarise,
     task_values,
 )
-from ..schema import MEAN_FIGURES
+from ..schema import MEAN_FIGURES, ORIGINAL
 from . import intervals
 from .intervals import Spread
 from .runs import ReportError, Run
@@ -213,6 +213,24 @@ class Comparison:
     common_problems: int
     only_baseline: tuple[int, int]  # tasks (and their problems) only the baseline ran: left out
     only_other: tuple[int, int]
+    # By pass@k: the tasks on which `other` does worse (lost) and better (gained), by task id.
+    flips: dict[str, tuple[list[str], list[str]]] = field(default_factory=dict)
+
+    @property
+    def variant_gap(self) -> bool:
+        """One run's tasks as a variant against the same run of the original tasks: how much of
+        its score the original's text alone was worth (memory rather than skill)."""
+        return (
+            self.baseline.variant.name == ORIGINAL != self.other.variant.name
+            and self.baseline.name == self.other.name
+        )
+
+    @property
+    def title(self) -> str:
+        if self.variant_gap:
+            run = f"{self.other.name} ({self.other.task} {self.other.version})"
+            return f"{run}: {self.other.variant.name} minus original (variant gap)"
+        return f"{self.other.label} minus {self.baseline.label}"
 
 
 def why_not_comparable(a: Run, b: Run) -> list[str]:
@@ -231,6 +249,11 @@ def why_not_comparable(a: Run, b: Run) -> list[str]:
         )
     if a.timeout != b.timeout:
         reasons.append(f"their time limits differ ({a.timeout:g} s and {b.timeout:g} s)")
+    if a.variant.name == b.variant.name and a.variant.version != b.variant.version:
+        reasons.append(
+            f"their {a.variant.name} variants were built by different generator versions "
+            f"({a.variant.version} and {b.variant.version}): they are different problems"
+        )
     return reasons
 
 
@@ -253,8 +276,11 @@ def compare(baseline: Run, other: Run) -> Comparison:
     values_a, values_b = task_values(a, ks), task_values(b, ks)
     rows, _ = blends(a.subset, a.problem, baseline.per_subset)
     differences = []
+    flips = {}
     for name in values_a:
         d = values_b[name] - values_a[name]
+        if name.startswith("pass@"):
+            flips[name] = (a.id[d < 0].tolist(), a.id[d > 0].tolist())
         for prefix, weights in rows.items():
             chosen = weights > 0
             differences.append(
@@ -272,7 +298,7 @@ def compare(baseline: Run, other: Run) -> Comparison:
             )
     return Comparison(
         baseline, other, differences, len(common), len(np.unique(a.problem)),
-        _left_out(baseline, common, a.problem), _left_out(other, common, a.problem),
+        _left_out(baseline, common, a.problem), _left_out(other, common, a.problem), flips,
     )  # fmt: skip
 
 
@@ -288,23 +314,31 @@ def _left_out(run: Run, common: np.ndarray, compared: np.ndarray) -> tuple[int, 
 
 def pairs(runs: list[Run], baseline: str | None) -> list[tuple[Run, Run]]:
     """The comparisons to make: each run against the baseline's run of its task, or every pair
-    of runs of one task."""
-    by_task: dict[str, list[Run]] = {}
+    of runs of one task, each on one variant of the task; and each run of a variant against
+    the same run (its name) of the original tasks (the variant gap)."""
+    by_task: dict[tuple[str, str], list[Run]] = {}
     for run in runs:
-        by_task.setdefault(run.task, []).append(run)
+        by_task.setdefault((run.task, run.variant.name), []).append(run)
     chosen: list[tuple[Run, Run]] = []
+    gaps = [
+        (original, run)
+        for run in runs
+        for original in by_task.get((run.task, ORIGINAL), [])
+        if run.variant.name != ORIGINAL and original.name == run.name
+    ]
     if baseline is not None:
         matching = [run for run in runs if baseline in (run.name, run.model, run.label)]
         if not matching:
             names = ", ".join(sorted({run.name for run in runs}))
             raise ReportError(f"--baseline {baseline}: no run has that name; the runs: {names}.")
         for base in matching:
-            chosen += [(base, run) for run in by_task[base.task] if run is not base]
-        return chosen
+            same = by_task[(base.task, base.variant.name)]
+            chosen += [(base, run) for run in same if run is not base]
+        return chosen + gaps
     for task_runs in by_task.values():
         for i, first in enumerate(task_runs):
             chosen += [(first, second) for second in task_runs[i + 1 :]]
-    return chosen
+    return chosen + gaps
 
 
 def ordered_groups(names: Iterable[str]) -> list[str]:
