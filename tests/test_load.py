@@ -6,7 +6,7 @@ to file descriptor 2, which the executor drains), moving data through a pipe bet
 their processes, and waiting for their own threads and child processes all pass, as they do on a
 quiet machine and under the reference on an idle one; programs that are wrong by time (a loop, a
 sleep, five seconds of CPU) still time out. Each correct program needs up to about a second of
-CPU; the test checks that the load was real (the hogs took at least half of the machine's CPU
+CPU; the test checks that the load was real (the machine's CPUs were busy at least 90% of the
 time while the programs ran) and, under runc, that it held programs back (the loop, to half as
 long again as its limit in wall-clock time), as it holds back the reference's wall-clock limit.
 In both sandboxes, under runc and runsc.
@@ -15,7 +15,6 @@ In both sandboxes, under runc and runsc.
 import json
 import os
 import subprocess
-import time
 
 import pytest
 from inspect_ai import eval as inspect_eval
@@ -91,18 +90,18 @@ class Hogs:
     def __init__(self, containers: list[str]) -> None:
         self.containers = containers
 
-    def cpu_seconds(self) -> float:
-        """The CPU time they have used, as the host's kernel counts it (each hog's /proc/1/stat,
-        read in its container)."""
-        total = 0
-        for container in self.containers:
-            stat = subprocess.run(
-                ["docker", "exec", container, "cat", "/proc/1/stat"],
-                check=True, capture_output=True, text=True,
-            ).stdout  # fmt: skip
-            fields = stat.rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-        return total / os.sysconf("SC_CLK_TCK")
+    def machine_ticks(self) -> tuple[int, int]:
+        """The CPU time of the machine that runs the containers (Docker's: the host, or the
+        virtual machine of a Docker Desktop) so far, in ticks: busy, and in all. Read from
+        /proc/stat in a hog's container, which shows the kernel's counters for every CPU."""
+        stat = subprocess.run(
+            ["docker", "exec", self.containers[0], "cat", "/proc/stat"],
+            check=True, capture_output=True, text=True,
+        ).stdout  # fmt: skip
+        ticks = [int(each) for each in stat.splitlines()[0].split()[1:]]
+        idle = ticks[3] + ticks[4]  # idle, iowait
+        total = sum(ticks[:8])  # user ... steal (guest time is counted in user already)
+        return total - idle, total
 
 
 @pytest.fixture
@@ -134,7 +133,7 @@ def busy_machine():
 @pytest.mark.parametrize("sandbox", ["pool", "docker"])
 def test_no_verdict_depends_on_machine_load(sandbox, runtime, busy_machine, tmp_path):
     problem_file, samples_file = write_files(tmp_path)
-    hogs_before, started = busy_machine.cpu_seconds(), time.monotonic()
+    busy_before, total_before = busy_machine.machine_ticks()
     [log] = inspect_eval(
         humaneval(
             problem_file=problem_file, samples=samples_file, sandbox=sandbox, timeout=TIMEOUT
@@ -143,15 +142,15 @@ def test_no_verdict_depends_on_machine_load(sandbox, runtime, busy_machine, tmp_
         log_dir=str(tmp_path / "logs"),
         display="none",
     )
-    # The share of the machine's CPU time the hogs took while the programs ran.
-    hogs_share = (busy_machine.cpu_seconds() - hogs_before) / ((time.monotonic() - started) * CORES)
+    # How busy the machine was while the programs ran: its CPUs' busy share of their time.
+    busy_after, total_after = busy_machine.machine_ticks()
+    busy = (busy_after - busy_before) / max(1, total_after - total_before)
     assert log.status == "success", log.error
     scores = {str(s.id): s.scores["unit_tests"].metadata for s in log.samples}
     # Said before any check, so that a failure shows every program's times.
     times = (
-        f"{sandbox} {runtime}, {len(busy_machine.containers)} hogs, which took "
-        f"{hogs_share:.0%} of the machine's CPU time: verdict, wall seconds, main process's CPU "
-        "seconds: "
+        f"{sandbox} {runtime}, {len(busy_machine.containers)} hogs, the machine's CPUs {busy:.0%} "
+        "busy: verdict, wall seconds, main process's CPU seconds: "
         + "; ".join(
             f"{sample_id}: {score['verdict']}, {score['wall_seconds']}, {score['cpu_seconds']}"
             for sample_id, score in sorted(scores.items())
@@ -164,9 +163,9 @@ def test_no_verdict_depends_on_machine_load(sandbox, runtime, busy_machine, tmp_
         **{f"wrong by time/{name}": "timed out" for name in WRONG_BY_TIME},
     }
     assert verdicts == expected, times
-    # The load was real: the hogs kept at least half of the machine's CPUs busy while the programs
-    # ran (the sandbox's containers may take a CPU each).
-    assert hogs_share >= 0.5, times
+    # The load was real: the machine's CPUs were all but always busy while the programs ran (with
+    # three hogs a core they are, whatever else runs beside them).
+    assert busy >= 0.9, times
     # Under runc it held the programs back: the loop, stopped at TIMEOUT of its own time (on a
     # quiet machine about TIMEOUT of wall-clock time), to half as long again at least. Under
     # gVisor a container has threads of gVisor's own on every CPU, and the share of the CPUs it
