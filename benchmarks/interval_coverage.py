@@ -284,7 +284,16 @@ def new_rate_intervals(s: Spreads) -> tuple[np.ndarray, np.ndarray]:
     q2 = t_quantiles(s.degrees_of_freedom) ** 2
     centre = (p + q2 / (2 * n)) / (1 + q2 / n)
     half = np.sqrt(q2) / (1 + q2 / n) * np.sqrt(p * (1 - p) / n + q2 / (4 * n * n))
-    return bounded(p, centre - half, centre + half)
+    low, high = centre - half, centre + half
+    # The end towards the nearer of 0 and 1 reaches as far as Jeffreys' on n (z / q)^2.
+    tail = (1 - intervals.CONFIDENCE) / 2
+    m = n * float(stats.norm.isf(tail)) ** 2 / q2
+    a, b = p * m + 0.5, (1 - p) * m + 0.5
+    side = np.where(np.abs(p - 0.5) < intervals.ROUNDING, 0.0, p - 0.5)
+    lower, upper = (p > 0) & (side < 0), (p < 1) & (side > 0)
+    low[lower] = np.minimum(low[lower], stats.beta.ppf(tail, a[lower], b[lower]))
+    high[upper] = np.maximum(high[upper], stats.beta.isf(tail, a[upper], b[upper]))
+    return bounded(p, low, high)
 
 
 def new_difference_intervals(d: Spreads, a: Spreads, b: Spreads) -> tuple[np.ndarray, np.ndarray]:

@@ -274,9 +274,9 @@ SECTIONS = (
      "Each run, with the logs it was read from and the shards merged."),
     ("Results", "results", results_tables, (
         "Each figure with its 95% interval: Wilson's interval on the effective number of tasks "
-        "(the clustering by HumanEval problem taken into account), which stays within [0, 1]; "
-        "a figure from one problem has none. Exact match: the share of epochs whose span is the "
-        "canonical one.")),
+        "(the clustering by HumanEval problem taken into account), its end towards 0 or 1 "
+        "reaching as far as Jeffreys' interval's; it stays within [0, 1], and a figure from one "
+        "problem has none. Exact match: the share of epochs whose span is the canonical one.")),
     ("Paired comparison", "differences", (compared_tables, differences_tables, flips_tables), (
         "Run minus baseline on the tasks both ran (the tasks only one of them ran are left out, "
         "and counted): the difference, its paired standard error clustered by problem (SE), its "
@@ -524,7 +524,8 @@ def html_page(report: Report) -> str:
         parts.append("</ul>")
     parts.append(
         '<p class="lead">Intervals as in <code>heval_inspect/report/intervals.py</code>: '
-        "Wilson (1927) on Kish's effective sample size, Student's t on Satterthwaite's effective "
+        "Wilson (1927) on Kish's effective sample size, its end towards 0 or 1 as far as "
+        "Jeffreys' (Brown, Cai and DasGupta 2001), Student's t on Satterthwaite's effective "
         "degrees of freedom; paired standard errors as in Miller (2024), Adding Error Bars to "
         "Evals, arXiv 2411.00640.</p></body></html>"
     )

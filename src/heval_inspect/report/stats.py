@@ -3,7 +3,8 @@
 A run's figures are the metric's own (`metrics.summarise`, on the tasks read from its logs), so a
 report of one log repeats the log's figures, and a report of a run's shards gives the unsharded
 run's. Each rate's 95% interval is Wilson's on the effective number of tasks, clustered by
-HumanEval problem (`intervals`): inside [0, 1], and none from fewer than two problems.
+HumanEval problem, its end towards 0 or 1 as far as Jeffreys' (`intervals`): inside [0, 1], and
+none from fewer than two problems.
 
 Two runs are compared on the tasks both ran (Miller 2024, "Adding Error Bars to Evals", arXiv
 2411.00640, section 4): per task the difference d_i of the two runs' per-task values (pass@k, an
