@@ -27,7 +27,8 @@ from typing import Any
 
 from .errors import DataError
 from .host import cache_dir
-from .schema import ORIGINAL_VARIANT, SampleMetadata, VariantId
+from .schema import ORIGINAL, ORIGINAL_VARIANT, SampleMetadata, VariantId
+from .variants import variant_records
 
 # Upstream commits the checksums below were taken from (openai/human-eval-infilling and
 # openai/human-eval on GitHub).
@@ -127,6 +128,15 @@ class ProblemFile:
         variant ("#renamed-1") if its records are one."""
         source = f"{self.path.name}@{self.sha256[:12]}"
         return f"{source}#{self.variant.tag}" if self.variant.tag else source
+
+
+def variant_file(file: ProblemFile, variant: VariantId) -> ProblemFile:
+    """A problem file's problems as a variant (variants.py): the same file (path and SHA-256,
+    which the log's provenance records), its records rebuilt, its samples' `source` naming the
+    variant."""
+    if variant.name == ORIGINAL:
+        return file
+    return ProblemFile(file.path, file.sha256, variant_records(file.records, variant.tag), variant)
 
 
 def load_official(file: OfficialFile, data_dir: str | Path | None = None) -> list[dict]:
@@ -353,8 +363,6 @@ def _load(source: str) -> None:
     if not any(each == file_source for each, _ in _REMEMBERED):
         _load_official(file_source)
     if variant:
-        from .variants import variant_records  # (which imports this module)
-
         records = [record for (each, _), record in _REMEMBERED.items() if each == file_source]
         for record in variant_records(records, variant):
             _REMEMBERED[(source, record["task_id"])] = record

@@ -16,8 +16,6 @@ if TYPE_CHECKING:  # for the annotations only: reading the names here needs no l
     from inspect_ai.log import EvalLog
     from inspect_ai.scorer import Value
 
-    from .sandbox.executor import Answer
-
 SCORER = "unit_tests"  # the scorer's name: its scores are `sample.scores[SCORER]`
 TASK_PREFIX = "heval_inspect/"  # a log's task registry name starts with it when the task is ours
 # The eval metadata that names the `heval-inspect parallel` command a shard's log came from.
@@ -164,11 +162,10 @@ class Execution:
     error: str = ""
 
     @classmethod
-    def from_answer(cls, answer: "Answer") -> "Execution":
-        """From the executor's JSON answer; a cause outside Cause raises ValueError. mypy holds
-        the answer's keys to these fields (a test holds their types too): its `cause`, a str
-        there, is made a Cause here, which mypy cannot follow through the `|`."""
-        return cls(**answer | {"cause": Cause(answer["cause"])})  # type: ignore[arg-type]
+    def from_answer(cls, answer: Mapping[str, Any]) -> "Execution":
+        """From the executor's JSON answer (its `Answer`, whose keys and types a test holds to
+        these fields); a cause outside Cause raises ValueError."""
+        return cls(**{**answer, "cause": Cause(answer["cause"])})
 
     @property
     def verdict(self) -> str:

@@ -32,6 +32,7 @@ from .data import (
     open_official,
     open_problems,
     remember,
+    variant_file,
 )
 from .errors import DataError, TaskArgumentError, did_you_mean
 from .metrics import PROBLEM_ID, PassAtK, headline_name, humaneval_metrics
@@ -43,7 +44,7 @@ from .scorer import unit_tests
 from .shard import Shard, apply_shard, parse_limit, parse_sample_ids, parse_shard, select
 from .solvers import AsksTheModel, infill_fim, replay
 from .suffix_solvers import infill
-from .variants import check_variant, variant_file
+from .variants import check_variant
 
 logger = logging.getLogger(__name__)
 

@@ -40,7 +40,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .data import ProblemFile
 from .errors import DataError, TaskArgumentError
 from .schema import ORIGINAL, ORIGINAL_VARIANT, VariantId
 
@@ -832,17 +831,6 @@ def _check(
 
 
 # --- Problem files as variants -------------------------------------------------------------
-
-
-def variant_file(file: ProblemFile, variant: VariantId) -> ProblemFile:
-    """A problem file's problems as a variant: the same file (path and SHA-256, which the log's
-    provenance records), its records rebuilt, its samples' `source` naming the variant."""
-    if variant.name == ORIGINAL:
-        return file
-    if variant.version != GENERATOR_VERSION:
-        raise VariantError(_not_built_here(variant.tag))
-    records = [make_variant(record, variant.name).record for record in file.records]
-    return ProblemFile(file.path, file.sha256, records, variant=variant)
 
 
 def variant_records(records: list[dict], tag: str) -> list[dict]:

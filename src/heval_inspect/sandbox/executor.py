@@ -11,9 +11,10 @@ and its answer one JSON line, an `Answer`: {"status": "passed" | "failed" | "tim
 "wall_seconds": float, "stdout_bytes": int, "stderr_tail": str, "residue": {what: count}}.
 `cause` is one of Cause's values; `error` is the class name of the exception that ended the
 program (`AssertionError`, `NameError`, `MemoryError`, ...), or "" when none did (it passed, or
-ended without reporting: then `reason` says how). The host builds its requests and reads the
-answers through these two types (heval_inspect.sandbox.execution, heval_inspect.schema), so mypy
-checks both ends of the protocol; this file still imports nothing of the package.
+ended without reporting: then `reason` says how). The host builds its requests as a `Request`
+(heval_inspect.sandbox.execution), which mypy checks against this file, and reads each answer
+into heval_inspect.schema.Execution, whose fields a test holds to `Answer`'s; this file still
+imports nothing of the package.
 
 Run with no argument, it answers the one request on stdin (one `docker exec` per program). Run as
 `serve`, it answers one request per line of stdin, in order, until EOF or an answer with residue
@@ -208,7 +209,7 @@ class WardenRequest(RunRequest, Helpers):
 
 class Answer(TypedDict):
     """The verdict on one program (one JSON line; see the module's docstring), which
-    heval_inspect.schema.Execution.from_answer reads."""
+    heval_inspect.schema.Execution.from_answer reads (a test holds the two together)."""
 
     status: str  # "passed", "failed" or "timed out"
     cause: str  # one of Cause's values
