@@ -28,7 +28,6 @@ their programs again.
 
 import asyncio
 import contextlib
-import copy
 import hashlib
 import io
 import json
@@ -37,7 +36,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -64,9 +64,9 @@ from .run_logs import logs_by_run
 from .sandbox.pool_sandbox import standalone_pool
 from .schema import MIDDLE, PASSED, RUN_KEY, SCORER, TASK_PREFIX, EvalMetadata, figures_of
 from .scorer import score_middle
-from .shard import Shard, apply_shard, parse_shard
+from .shard import Shard, parse_shard
 from .solvers import replayed
-from .tasks import TASKS, TaskSettings, problem_of, task_and_settings
+from .tasks import TASKS, TaskArguments, TaskSettings, problem_of
 
 # Arguments that choose how answers are made or run, which this command does not: it replays
 # the completion file in the pool sandbox.
@@ -107,19 +107,22 @@ def score_completions(
     (or found already written by an earlier run of the same command): one, or one per shard of
     the run if it has more than `samples_per_log` samples (`log_shards`). `progress`: a line on
     stderr every PROGRESS_SECONDS."""
-    name = _task_name(task_name)
-    for argument, why in NOT_TAKEN.items():
-        if argument in task_args:
-            raise TaskArgumentError(f"heval-inspect score takes no -T {argument}: {why}.")
+    function = _task_function(task_name)
+    for name, why in NOT_TAKEN.items():
+        if name in task_args:
+            raise TaskArgumentError(f"heval-inspect score takes no -T {name}: {why}.")
     if samples_per_log < 1:
         raise TaskArgumentError(f"--samples-per-log {samples_per_log}: give 1 or more.")
-    # The whole run's task, and the settings its programs run under (the same for every log).
-    unsharded = {arg: value for arg, value in task_args.items() if arg != "shard"}
-    whole, settings = task_and_settings(name, samples=samples, **unsharded)
+    whole = function(samples=samples, **{k: v for k, v in task_args.items() if k != "shard"})
+    # The limits each program runs under, parsed as the task parsed them (it refused any bad
+    # argument already): the same for every log of the run.
+    settings = TaskArguments(
+        samples=samples, **{arg: value for arg, value in task_args.items() if arg in _COMMON}
+    ).parse()
     log_compression_in_one_thread()  # a log entry per sample: see inspect_internals
     shards = log_shards(whole, task_args.get("shard"), samples_per_log)
     logs = asyncio.run(
-        _run_logs(whole, task_name, samples, settings, task_args, shards, log_dir,
+        _run_logs(function, whole, task_name, samples, settings, task_args, shards, log_dir,
                   metadata or {}, progress)
     )  # fmt: skip
     shard = task_args.get("shard")
@@ -172,6 +175,7 @@ def log_shards(whole: Task, shard: str | None, samples_per_log: int) -> list[str
 
 
 async def _run_logs(
+    function: Callable[..., Task],
     whole: Task,
     task_name: str,
     samples: str,
@@ -190,8 +194,7 @@ async def _run_logs(
         shard_args = task_args | ({"shard": shard} if shard else {})
         if len(shards) > 1:
             _say(f"log {number} of {len(shards)} (-T shard={shard})")
-        # A shard's task is the whole run's with only the shard's samples (and its record).
-        task = apply_shard(copy.copy(whole), parse_shard(shard), problem_of) if shard else whole
+        task = function(samples=samples, **shard_args) if shard else whole
         key = _run_key(task_name, shard_args, task)
         earlier = [(log.removeprefix("file://"), header.status)
                    for log, header in runs.get(key, [])]  # fmt: skip
@@ -209,13 +212,16 @@ async def _run_logs(
     return logs
 
 
-def _task_name(task_name: str) -> str:
+_COMMON = {each.name for each in fields(TaskArguments)}
+
+
+def _task_function(task_name: str) -> Callable[..., Task]:
     name = task_name.removeprefix(TASK_PREFIX)
     if name not in TASKS:
         raise TaskArgumentError(
             f"--task {task_name}: not a task of heval_inspect; choose from {', '.join(TASKS)}."
         )
-    return name
+    return TASKS[name]
 
 
 def _run_key(task_name: str, task_args: dict, task: Task) -> str:

@@ -246,16 +246,6 @@ class TaskSettings:
     variant: VariantId
 
 
-# Each task function's task, with the settings it was built under, by the function's name.
-_BUILDS: dict[str, Callable[..., tuple[Task, TaskSettings]]] = {}
-
-
-def task_and_settings(name: str, **given: Any) -> tuple[Task, TaskSettings]:
-    """The task of the task function `name` (of TASKS) and the settings it parsed its arguments
-    into, for a command that runs the task's programs itself (score.py) under those settings."""
-    return _BUILDS[name](**given)
-
-
 def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
     """`build(settings, **own)` as a task function: given the parsed TaskArguments (TaskSettings)
     and its own keyword arguments (those of `build` after the first).
@@ -279,7 +269,8 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
     own_names = {parameter.name for parameter in own}
     names = [parameter.name for parameter in own + common]
 
-    def task_and_settings(**given: Any) -> tuple[Task, TaskSettings]:
+    @functools.wraps(build)
+    def function(**given: Any) -> Task:
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise TaskArgumentError(
@@ -289,14 +280,7 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
             )
         settings = TaskArguments(**{key: value for key, value in given.items()
                                     if key not in own_names}).parse()  # fmt: skip
-        task = build(settings, **{key: given[key] for key in given if key in own_names})
-        return task, settings
-
-    _BUILDS[build.__name__] = task_and_settings
-
-    @functools.wraps(build)
-    def function(**given: Any) -> Task:
-        return task_and_settings(**given)[0]
+        return build(settings, **{key: given[key] for key in given if key in own_names})
 
     summary, _, own_args = inspect.cleandoc(build.__doc__ or "").partition("Args:\n")
     common_args = inspect.cleandoc(TaskArguments.__doc__ or "").partition("Args:\n")[2]
