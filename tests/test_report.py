@@ -43,12 +43,21 @@ def clustered(values: list[float]) -> tuple[float, float]:
 
 def wilson(p: float, stderr: float, g: int, trials: float) -> tuple[float, float]:
     """The report's interval with one task per problem, by docs/report.md's formulas: Wilson's on
-    n = p (1 - p) / SE^2 kept within [g, g x trials], with Student's t on g - 1 degrees."""
+    n = p (1 - p) / SE^2 kept within [g, g x trials], with Student's t on g - 1 degrees, its end
+    towards the nearer of 0 and 1 as far as Jeffreys' on n (z / t)^2."""
     n = min(max(p * (1 - p) / stderr**2, g), g * trials) if 0 < p < 1 else g
     q = stats.t.ppf(0.975, g - 1)
     centre = (p + q * q / (2 * n)) / (1 + q * q / n)
     half = q / (1 + q * q / n) * math.sqrt(p * (1 - p) / n + q * q / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low, high = centre - half, centre + half
+    if 0 < p < 1 and p != 0.5:
+        m = n * (stats.norm.ppf(0.975) / q) ** 2
+        jeffreys = stats.beta(p * m + 0.5, (1 - p) * m + 0.5)
+        if p < 0.5:
+            low = min(low, jeffreys.ppf(0.025))
+        else:
+            high = max(high, jeffreys.isf(0.025))
+    return max(0.0, low), min(1.0, high)
 
 
 def passes() -> list[int]:
