@@ -368,10 +368,18 @@ MAY_BE_REFUSED = {"gets an inotify instance", "sends through a message queue"}
 REFUSED_ALIKE = re.compile(r"failed: \[Errno (1|38)\] .*")
 
 
+def refused_to_all(act: str, verdict: str) -> bool:
+    """Whether the victim's call was refused as the kernel refuses it to every program (the
+    seccomp allowlist's EPERM, gVisor's ENOSYS): no attack made it fail, and whether it ran during
+    the attack says nothing (it fails at its first act, which may come before the attacker holds
+    what it takes)."""
+    return act in MAY_BE_REFUSED and bool(REFUSED_ALIKE.fullmatch(verdict))
+
+
 def victim_verdict_is_right(act: str, verdict: str) -> bool:
     """The reference's verdict (the victims are correct programs), or the kernel's refusal of a
     call it refuses to every program."""
-    return verdict == "passed" or (act in MAY_BE_REFUSED and bool(REFUSED_ALIKE.fullmatch(verdict)))
+    return verdict == "passed" or refused_to_all(act, verdict)
 
 
 PTY_CAP = 100
@@ -743,7 +751,7 @@ async def pool_attacks(runtime: str) -> tuple[list[str], list[str]]:
             for act, (verdict, when) in got.items():
                 if verdict != alone[act]:
                     problems.append(f"{attack}: victim {act!r}: {verdict!r}, alone {alone[act]!r}")
-                if not overlapped(when, verdict, took):
+                if not overlapped(when, verdict, took) and not refused_to_all(act, verdict):
                     problems.append(
                         f"{attack}: victim {act!r} did not act while attacked: "
                         f"{when}, attacker {took}"
@@ -1024,7 +1032,7 @@ def test_no_attack_in_one_docker_sandbox_reaches_another_or_the_host(
         when[sample_id] = acted(scores[sample_id].explanation or "")
         if not victim_verdict_is_right(act, got):
             problems.append(f"{attack}: victim {act!r}: {got!r}")
-        if not overlapped(when[sample_id], got, took[attack]):
+        if not overlapped(when[sample_id], got, took[attack]) and not refused_to_all(act, got):
             problems.append(
                 f"{attack}: victim {act!r} did not act while attacked: {when[sample_id]}, "
                 f"attacker {took[attack]}"

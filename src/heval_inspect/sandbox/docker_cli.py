@@ -2,13 +2,18 @@
 what went wrong in a line, and whether this machine has an engine to run the sandbox on."""
 
 import asyncio
+import contextlib
 import shutil
 
 from ..errors import DockerUnavailableError
 
 
 async def docker(*args: str, input: bytes | None = None) -> tuple[int, str, str]:
-    """`docker ARGS...` run to its end: its exit code, stdout and stderr (`input`: its stdin)."""
+    """`docker ARGS...` run to its end: its exit code, stdout and stderr (`input`: its stdin).
+
+    Cancelled (Ctrl-C), it ends the command and waits for it before it lets the cancellation
+    go on: a `docker compose up` that outlived its caller could make a container after the
+    caller's cleanup (`compose down`) had run, and leave it behind."""
     process = await asyncio.create_subprocess_exec(
         "docker",
         *args,
@@ -16,7 +21,13 @@ async def docker(*args: str, input: bytes | None = None) -> tuple[int, str, str]
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    stdout, stderr = await process.communicate(input)
+    try:
+        stdout, stderr = await process.communicate(input)
+    except asyncio.CancelledError:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+        await asyncio.shield(process.wait())
+        raise
     returncode = await process.wait()  # it has ended: its code, typed as one (never None)
     return returncode, stdout.decode(errors="replace"), stderr.decode(errors="replace")
 
