@@ -37,7 +37,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,7 +65,7 @@ from .schema import MIDDLE, PASSED, RUN_KEY, SCORER, TASK_PREFIX, EvalMetadata, 
 from .scorer import score_middle
 from .shard import Shard, parse_shard
 from .solvers import replayed
-from .tasks import TASKS, TaskArguments, TaskSettings, problem_of
+from .tasks import TASKS, TaskSettings, problem_of, settings_of
 
 # Arguments that choose how answers are made or run, which this command does not: it replays
 # the completion file in the pool sandbox.
@@ -114,11 +113,8 @@ def score_completions(
     if samples_per_log < 1:
         raise TaskArgumentError(f"--samples-per-log {samples_per_log}: give 1 or more.")
     whole = function(samples=samples, **{k: v for k, v in task_args.items() if k != "shard"})
-    # The limits each program runs under, parsed as the task parsed them (it refused any bad
-    # argument already): the same for every log of the run.
-    settings = TaskArguments(
-        samples=samples, **{arg: value for arg, value in task_args.items() if arg in _COMMON}
-    ).parse()
+    # The limits each program runs under, as the task parsed them: the same for every log.
+    settings = settings_of(whole)
     log_compression_in_one_thread()  # a log entry per sample: see inspect_internals
     shards = log_shards(whole, task_args.get("shard"), samples_per_log)
     logs = asyncio.run(
@@ -210,9 +206,6 @@ async def _run_logs(
                        interrupted, progress)
         )  # fmt: skip
     return logs
-
-
-_COMMON = {each.name for each in fields(TaskArguments)}
 
 
 def _task_function(task_name: str) -> Callable[..., Task]:

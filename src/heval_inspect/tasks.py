@@ -10,6 +10,7 @@ import functools
 import inspect
 import logging
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -246,6 +247,16 @@ class TaskSettings:
     variant: VariantId
 
 
+# The settings each task of ours was built under, while it lives (`settings_of`).
+_SETTINGS: "weakref.WeakKeyDictionary[Task, TaskSettings]" = weakref.WeakKeyDictionary()
+
+
+def settings_of(task: Task) -> TaskSettings:
+    """The settings a task of this package was built under: for a command that runs the task's
+    programs itself (`heval-inspect score`), so that it parses no argument again."""
+    return _SETTINGS[task]
+
+
 def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
     """`build(settings, **own)` as a task function: given the parsed TaskArguments (TaskSettings)
     and its own keyword arguments (those of `build` after the first).
@@ -280,7 +291,9 @@ def takes_task_arguments(build: Callable[..., Task]) -> Callable[..., Task]:
             )
         settings = TaskArguments(**{key: value for key, value in given.items()
                                     if key not in own_names}).parse()  # fmt: skip
-        return build(settings, **{key: given[key] for key in given if key in own_names})
+        task = build(settings, **{key: given[key] for key in given if key in own_names})
+        _SETTINGS[task] = settings
+        return task
 
     summary, _, own_args = inspect.cleandoc(build.__doc__ or "").partition("Args:\n")
     common_args = inspect.cleandoc(TaskArguments.__doc__ or "").partition("Args:\n")[2]
