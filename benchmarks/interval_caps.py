@@ -22,11 +22,7 @@ mean width against `trials` over all cells and over the cells `trials` already c
     python benchmarks/interval_caps.py --reps 1000 --problems 5,10,20,40 --epochs 5
 """
 
-import argparse
-import multiprocessing
-import os
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -161,27 +157,8 @@ def widths_by_group(cells: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--reps", type=int, default=1000, help="replications per cell")
-    parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--problems", default="5,10,20,40", help="the G to run, e.g. 5,10")
-    parser.add_argument("--rates", default=",".join(map(str, cov.RATES)))
-    parser.add_argument("--epochs", default="5", help="1, 5 or 1,5")
-    args = parser.parse_args()
-    args.problems = [int(g) for g in args.problems.split(",")]
-    args.rates = [float(r) for r in args.rates.split(",")]
-    args.epochs = [int(e) for e in args.epochs.split(",")]
-    args.kinds = ["rate"]
-    args.problem_phi, args.task_psi = 0.3, 20.0
-    started = time.monotonic()
-    todo = sorted(cov.cells(args, cov.real_sizes()), key=lambda c: c.problems, reverse=True)
-    with multiprocessing.Pool(args.workers) as pool:
-        done = pool.map(run_cell, todo, chunksize=1)
-    print(
-        f"G {args.problems}, rates {args.rates}, epochs {args.epochs}, seed {args.seed}\n\n"
-        f"{summary(done)}\n\nwall time {time.monotonic() - started:.1f} s"
-    )
+    cov.run_rate_cells(__doc__.split("\n")[0], run_cell, summary, reps=1000,
+                       problems="5,10,20,40", epochs="5")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -61,9 +61,10 @@ import multiprocessing
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
@@ -850,6 +851,40 @@ def report(results, problems, complete: bool = True) -> str:
             "",
         ]
     return "\n".join(parts)
+
+
+def run_rate_cells(
+    description: str,
+    run_cell: Callable[[Any], Any],
+    summary: Callable[[list[Any]], str],
+    reps: int,
+    problems: str,
+    epochs: str,
+) -> None:
+    """The main of a script that weighs rate intervals on this simulation's rate cells
+    (interval_caps.py, interval_shapes.py): its options (with these defaults), each cell run by
+    `run_cell` on a pool of processes, and `summary` of them printed."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--reps", type=int, default=reps, help="replications per cell")
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--problems", default=problems, help="the G to run, e.g. 5,10")
+    parser.add_argument("--rates", default=",".join(map(str, RATES)))
+    parser.add_argument("--epochs", default=epochs, help="1, 5 or 1,5")
+    args = parser.parse_args()
+    args.problems = [int(g) for g in args.problems.split(",")]
+    args.rates = [float(r) for r in args.rates.split(",")]
+    args.epochs = [int(e) for e in args.epochs.split(",")]
+    args.kinds = ["rate"]
+    args.problem_phi, args.task_psi = 0.3, 20.0
+    started = time.monotonic()
+    todo = sorted(cells(args, real_sizes()), key=lambda c: c.problems, reverse=True)
+    with multiprocessing.Pool(args.workers) as pool:
+        done = pool.map(run_cell, todo, chunksize=1)
+    print(
+        f"G {args.problems}, rates {args.rates}, epochs {args.epochs}, seed {args.seed}\n\n"
+        f"{summary(done)}\n\nwall time {time.monotonic() - started:.1f} s"
+    )
 
 
 def main() -> None:
