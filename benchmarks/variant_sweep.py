@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from inspect_ai.log import read_eval_log_samples
+from inspect_ai.log import read_eval_log_sample_summaries
 
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.schema import SCORER, verdict_of
@@ -69,9 +69,11 @@ def others(records: list[dict]) -> dict[str, dict]:
 
 
 def passed_of(logs: list[str]) -> Iterator[tuple[str, int, bool]]:
-    """(task id, epoch, passed) of every sample of some logs."""
+    """(task id, epoch, passed) of every sample of some logs, from Inspect's summaries of the
+    samples, as the report reads them (reading each sample whole reads the log's whole index
+    again for each sample: time that grows with the square of the log's samples)."""
     for log in logs:
-        for sample in read_eval_log_samples(log, all_samples_required=False):
+        for sample in read_eval_log_sample_summaries(log):
             verdict = verdict_of(sample.scores[SCORER].metadata if sample.scores else None)
             yield str(sample.id), sample.epoch, verdict == "passed"
 
