@@ -49,7 +49,6 @@ from inspect_ai.log import (
     EvalSample,
     read_eval_log,
     read_eval_log_sample_summaries,
-    read_eval_log_samples,
     recompute_metrics,
 )
 from inspect_ai.model import ChatMessageUser
@@ -252,7 +251,9 @@ async def _run(
     try:
         for old in interrupted:
             # Samples an interrupted run of this command flushed: taken over, not run again.
-            for sample in read_eval_log_samples(old, all_samples_required=False):
+            # Read in one pass over the log (read_eval_log_samples reads the log's whole index
+            # again for each sample: time that grows with the square of the samples).
+            for sample in read_eval_log(old).samples or []:
                 await writer.add(sample)
         if writer.scores:
             _say(f"took over {len(writer.scores):,} samples from {', '.join(interrupted)}")
