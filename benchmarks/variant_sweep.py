@@ -7,11 +7,15 @@ gap, nothing, `pass` where the code goes, and the gap of another problem's task 
 of the next problem in the file, as the same variant). Each is scored as a user scores completions,
 `heval-inspect score FILE --task TASK -T variant=NAME`, in the pool sandbox. Prints a table of
 what passed and what each variant changed (identifiers renamed, tokens changed), then every
-verdict of a variant that differs from the original's; exits 1 if a canonical gap failed, or an
-empty or `pass` gap's verdict differs from the original's, or another problem's gap passed in a
-variant where it failed in the original. (Another problem's gap may fail in a variant where it
-passed in the original: a name both problems define, such as a parameter `numbers`, works in
-the original and is renamed apart in the variant.)
+verdict of a variant that differs from the original's; exits 1 if a canonical gap failed, or a
+variant's gap is empty where the original's is not, or an empty or `pass` gap's verdict differs
+from the original's, or another problem's gap passed in a variant where it failed in the
+original. Two kinds of difference are expected, and listed as such: another problem's gap may
+fail in a variant where it passed in the original (a name both problems define, such as a
+parameter `numbers`, works in the original and is renamed apart in the variant); and where a
+random-span gap starts or ends inside a name, an empty or `pass` gap joins pieces of names whose
+spelling the variant changed (`p` + `lanet2` is the original's `planet2`, a defined name; the
+renamed pieces make a name nothing defines), so its verdict may go either way.
 
     python benchmarks/variant_sweep.py                     # all five files: about 106,000 programs
     python benchmarks/variant_sweep.py --files humaneval,random_span_light
@@ -27,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from inspect_ai.log import read_eval_log_sample_summaries
 
@@ -68,6 +73,18 @@ def others(records: list[dict]) -> dict[str, dict]:
     return {r["task_id"]: after[problem_id(r["task_id"])] for r in records}
 
 
+def cuts_a_name(record: dict) -> bool:
+    """Whether the task's gap starts or ends inside a word: a name cut in two."""
+    prompt, middle = record["prompt"], record["canonical_solution"]
+    whole = prompt + middle + record.get("suffix", "")
+
+    def inside(offset: int) -> bool:
+        pair = whole[offset - 1 : offset + 1]
+        return 0 < offset < len(whole) and all(c.isalnum() or c == "_" for c in pair)
+
+    return inside(len(prompt)) or inside(len(prompt) + len(middle))
+
+
 def passed_of(logs: list[str]) -> Iterator[tuple[str, int, bool]]:
     """(task id, epoch, passed) of every sample of some logs, from Inspect's summaries of the
     samples, as the report reads them (reading each sample whole reads the log's whole index
@@ -97,6 +114,11 @@ def sweep(name: str, work: Path) -> tuple[list[dict], list[tuple]]:
         logs = score_completions(str(completions), task, {"variant": variant},
                                  str(work / f"logs-{name}-{variant}"), progress=True)  # fmt: skip
         seconds = time.monotonic() - started
+        # A gap with text that the variant left empty: nothing would be the right answer.
+        emptied = sum(
+            bool(r["canonical_solution"]) and not built[r["task_id"]].record["canonical_solution"]
+            for r in records
+        )
         # The epochs of a task are its completions in the file's order (CONTROLS).
         passed[variant] = {
             (task_id, CONTROLS[epoch - 1]): ok for task_id, epoch, ok in passed_of(logs)
@@ -112,19 +134,38 @@ def sweep(name: str, work: Path) -> tuple[list[dict], list[tuple]]:
                     )
                     for control in CONTROLS
                 },
+                "emptied gaps": emptied,
                 "identifiers": sum(b.identifiers for b in built.values()),
                 "tokens": sum(b.tokens for b in built.values()),
                 "seconds": round(seconds),
             }
         )
         print(json.dumps(rows[-1]), flush=True)
+    cut = {r["task_id"] for r in records if cuts_a_name(r)}
     differ = [
-        (name, variant, task_id, control, ok)
+        Difference(name, variant, task_id, control, ok, expected(control, ok, task_id in cut))
         for variant in VARIANTS[1:]
         for (task_id, control), ok in passed[variant].items()
         if ok != passed["original"][(task_id, control)]
     ]
     return rows, differ
+
+
+class Difference(NamedTuple):
+    file: str
+    variant: str
+    task_id: str
+    control: str
+    passed: bool  # in the variant; the original's verdict is the other
+    why: str | None  # why the difference is expected (the module's docstring), or None
+
+
+def expected(control: str, passed: bool, cuts_a_name: bool) -> str | None:
+    if control == "other task" and not passed:
+        return "a name both problems define, renamed apart"
+    if control in ("empty", "pass") and cuts_a_name:
+        return "the gap cuts a name: the pieces joined are spelled anew"
+    return None
 
 
 def main() -> None:
@@ -148,12 +189,17 @@ def main() -> None:
                  f"{row['identifiers']:,}", f"{row['tokens']:,}"]  # fmt: skip
         print("| " + " | ".join(cells) + " |")
     print(f"\nverdicts that differ from the original's: {len(differ)}")
-    for name, variant, task_id, control, ok in differ:
-        print(f"  {name} {variant} {task_id} {control}: {'passed' if ok else 'failed'} "
-              f"(original: {'failed' if ok else 'passed'})")  # fmt: skip
-    wrong = [row for row in rows if row["canonical passed"] != row["tasks"]]
-    wrong += [d for d in differ if d[3] in ("canonical", "empty", "pass")]
-    wrong += [d for d in differ if d[3] == "other task" and d[4]]
+    for d in differ:
+        print(f"  {d.file} {d.variant} {d.task_id} {d.control}: "
+              f"{'passed' if d.passed else 'failed'} (original: "
+              f"{'failed' if d.passed else 'passed'}): {d.why or 'NOT EXPECTED'}")  # fmt: skip
+    wrong: list = [row for row in rows if row["canonical passed"] != row["tasks"]]
+    wrong += [row for row in rows if row["emptied gaps"]]
+    wrong += [d for d in differ if d.why is None]
+    print(
+        f"not as they must be: {len(wrong)} (rows with a canonical gap failed or emptied, and "
+        f"differences not expected)"
+    )
     print(f"work folder: {work}")
     sys.exit(1 if wrong else 0)
 

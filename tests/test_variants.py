@@ -311,12 +311,17 @@ def test_every_task_has_both_variants_with_the_gap_on_the_same_code(subset):
         assert renames_of_problem.setdefault(problem, renamed.renames) == renamed.renames
         back = {new: old for old, new in renamed.renames.items()}
         assert renamed.record["prompt"] != original["prompt"]
+        # a gap with text keeps some (inside a name, a letter of its new name): an empty gap
+        # would make nothing the right answer
+        has_code = bool(original["canonical_solution"])
+        assert bool(renamed.record["canonical_solution"]) == has_code, original["task_id"]
         for part, text in parts.items():
             variant = renamed.record.get(part, "")
             if replaced(variant, back) != text:  # only where the gap cuts through a name
                 assert cuts_a_name(original, part), (original["task_id"], part)
         reformatted = make_variant(original, "reformatted").record
         assert reformatted["prompt"] != original["prompt"]
+        assert bool(reformatted["canonical_solution"]) == has_code, original["task_id"]
         for part, text in parts.items():
             variant = reformatted.get(part, "")
             assert squeezed(variant) == squeezed(text), (original["task_id"], part)

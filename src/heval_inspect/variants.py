@@ -219,7 +219,24 @@ def _cut(text: str, start: int, end: int, edits: list[_Edit]) -> tuple[str, str,
     edited = _applied(text, edits)
     new_start = _moved(start, edits, gap_start=True)
     new_end = max(_moved(end, edits, gap_start=False), new_start)
+    if start < end and new_start == new_end:
+        new_start, new_end = _inside_one_name(start, end, new_start, edits)
     return edited[:new_start], edited[new_start:new_end], edited[new_end:]
+
+
+def _inside_one_name(start: int, end: int, new_start: int, edits: list[_Edit]) -> tuple[int, int]:
+    """The new ends of a gap that lies inside one renamed name, where both ends' shares of the
+    new, shorter name fell on the same letter: the gap keeps a letter of it (an empty gap would
+    make nothing the right answer), with a letter of the name before and after it where the new
+    name has three or more, as the old name had around the gap."""
+    piece = next((e for e in edits if e.start < start and end < e.end), None)
+    if piece is None or len(piece.text) < 2:
+        return new_start, new_start
+    piece_start = piece.start + sum(
+        len(e.text) - (e.end - e.start) for e in edits if e.end <= piece.start and e is not piece
+    )
+    share = min(new_start - piece_start, max(len(piece.text) - 2, 1))
+    return piece_start + share, piece_start + share + 1
 
 
 class _Source:
