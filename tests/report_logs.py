@@ -4,6 +4,11 @@ Two "models" on HumanEval, three epochs each: `canonical` (every canonical answe
 whose answers follow PATTERN: in each epoch a problem gets its canonical body or a mutant of a
 known kind. And a run of `humaneval_infilling` on the tasks of a few problems, two epochs, once
 whole and once as four shards.
+
+Their programs (canonical bodies and the mutants below, never a model's) run in the local sandbox
+(`sandbox="local"`): the tests that read these logs test the report, which reads what any
+sandbox records, so they need no Docker. The sandboxes' own verdicts are tested where they run
+(test_sandbox, test_isolation, test_hostile, test_e2e).
 """
 
 import json
@@ -100,7 +105,7 @@ def run(task, log_dir: Path, **options) -> str:
     return log.location
 
 
-def build(work: Path, sandbox: str = "pool") -> dict[str, object]:
+def build(work: Path, sandbox: str = "local") -> dict[str, object]:
     """Every log the report's tests read; returns their paths by name."""
     files = humaneval_completions(work)
     logs: dict[str, object] = {}
@@ -157,7 +162,7 @@ EDGE_SHARD_LIMIT = 10  # tasks per shard: two shards of all-passing tasks, 20 pr
 EDGE_FAILING = 3  # all-failing tasks (a number at which Wilson's lower end rounded above 0)
 
 
-def edge_logs(work: Path) -> dict[str, list[str]]:
+def edge_logs(work: Path, sandbox: str = "local") -> dict[str, list[str]]:
     """Real runs at the edges, by name, each a list of its logs: `all pass, 2 shards` (the
     reference solver, `heval-inspect parallel --shards 2 ... --limit 10`'s runs), `all fail`
     (garbage on a few tasks), `one sample` (the reference on one task)."""
@@ -170,13 +175,13 @@ def edge_logs(work: Path) -> dict[str, list[str]]:
     return {
         "all pass, 2 shards": [
             run(
-                humaneval(shard=f"{i}/2"),
+                humaneval(shard=f"{i}/2", sandbox=sandbox),
                 work / "shards",
                 solver=reference(),
                 limit=EDGE_SHARD_LIMIT,
             )
             for i in (1, 2)
         ],
-        "all fail": [run(humaneval(samples=garbage, partial=True), work / "fail")],
-        "one sample": [run(humaneval(), work / "one", solver=reference(), limit=1)],
+        "all fail": [run(humaneval(samples=garbage, partial=True, sandbox=sandbox), work / "fail")],
+        "one sample": [run(humaneval(sandbox=sandbox), work / "one", solver=reference(), limit=1)],
     }

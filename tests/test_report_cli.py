@@ -22,7 +22,8 @@ from heval_inspect.tasks import humaneval, humaneval_infilling
 
 from .report_logs import run as run_eval
 
-pytestmark = pytest.mark.docker
+# Real logs whose programs run in the local sandbox (tests/report_logs.py says why).
+pytestmark = pytest.mark.data
 
 BIN = Path(sys.executable).parent
 LIMIT = 2
@@ -57,7 +58,8 @@ def cli_logs(tmp_path_factory) -> dict[str, Path]:
         run = subprocess.run(
             [str(BIN / "inspect"), "eval", "heval_inspect/humaneval", "--model", "none",
              "--solver", "heval_inspect/reference", "--limit", str(LIMIT), "--epochs",
-             str(EPOCHS), "-T", form, "--log-dir", str(folders[form]), "--display", "none"],
+             str(EPOCHS), "-T", form, "-T", "sandbox=local", "--log-dir", str(folders[form]),
+             "--display", "none"],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         assert run.returncode == 0, run.stderr
@@ -94,7 +96,7 @@ def api_logs(tmp_path_factory) -> dict[str, str]:
     logs = {}
     for name, (k, _) in API_FORMS.items():
         [log] = inspect_eval(
-            humaneval(k=k),
+            humaneval(k=k, sandbox="local"),
             model="none",
             solver=reference(),
             limit=LIMIT,
@@ -194,7 +196,9 @@ def test_a_shard_run_twice_counts_its_newest_log_and_names_the_other(report_logs
     shards = _shards(report_logs)
     samples = Path(report_logs["infilling"]).parents[1] / "infilling.jsonl"
     again = run_eval(
-        humaneval_infilling(samples=str(samples), partial=True, k="1,2", shard="2/4"),
+        humaneval_infilling(
+            samples=str(samples), partial=True, k="1,2", shard="2/4", sandbox="local"
+        ),
         tmp_path / "again",
         tags=["replayed"],
     )
@@ -291,6 +295,7 @@ def run_twice(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.mark.docker  # the README's first eval, in the sandbox it uses
 def test_a_run_logged_twice_is_reported_from_its_newest_log_naming_the_other(run_twice, tmp_path):
     older, newer = sorted(run_twice.glob("*.eval"), key=lambda f: read_eval_log(
         str(f), header_only=True).eval.created)  # fmt: skip

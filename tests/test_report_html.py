@@ -13,7 +13,7 @@ from heval_inspect.report.render import write_all
 from .conftest import CHROMIUM
 from .test_viewer import ARTIFACTS
 
-pytestmark = [pytest.mark.browser, pytest.mark.docker]
+pytestmark = [pytest.mark.browser, pytest.mark.data]
 
 TABLES = ("runs", "results", "differences", "failures", "gaps")
 WIDTH = 1280
