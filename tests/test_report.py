@@ -124,13 +124,15 @@ def test_the_help_names_the_output_folder_and_which_of_a_runs_logs_counts():
 # ---------------------------------------------------------------------- real logs
 # The report's rules on real logs of real evals (tests/report_logs.py), whose programs run in the
 # local sandbox: these tests test the report, not the sandbox (test_sandbox, test_isolation and
-# test_hostile do), so they need the data files and no Docker.
+# test_hostile do), so they need the data files and no Docker; the evals take a minute or two, so
+# they are slow too (out of the loop to run while editing).
 
 docker = pytest.mark.docker
-data = pytest.mark.data
+data, slow = pytest.mark.data, pytest.mark.slow
 
 
 @data
+@slow
 def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp_path):
     report = build_report([report_logs["canonical"], report_logs["mutant"]], baseline="canonical")
     results = {r.run.name: r for r in report.results}
@@ -188,6 +190,7 @@ def test_results_and_paired_difference_equal_a_hand_computation(report_logs, tmp
 
 
 @data
+@slow
 def test_failure_kinds_count_the_verdicts(report_logs, tmp_path):
     report = build_report([report_logs["mutant"]])
     [row] = report.failures
@@ -218,6 +221,7 @@ def test_failure_kinds_count_the_verdicts(report_logs, tmp_path):
 
 
 @data
+@slow
 def test_a_log_that_does_not_record_causes_is_refused_with_what_to_do(report_logs, tmp_path):
     log = read_eval_log(report_logs["canonical"])
     for sample in log.samples:
@@ -268,6 +272,7 @@ def test_a_program_the_out_of_memory_killer_ends_is_a_memory_failure(sandbox, tm
 
 
 @data
+@slow
 def test_four_shards_merge_into_the_whole_run(report_logs):
     whole = build_report([report_logs["infilling"]])
     merged = build_report(report_logs["shards"])
@@ -293,6 +298,7 @@ def test_four_shards_merge_into_the_whole_run(report_logs):
 
 
 @data
+@slow
 def test_a_log_read_once_is_read_again_only_when_it_changes(report_logs, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     log = tmp_path / "mutant.eval"
@@ -328,6 +334,7 @@ def test_a_log_read_once_is_read_again_only_when_it_changes(report_logs, tmp_pat
 
 
 @data
+@slow
 def test_shards_with_a_gap_or_an_overlap_are_refused_and_a_copy_counts_once(report_logs, tmp_path):
     shards = report_logs["shards"]
     with pytest.raises(ReportError, match=r"shard\(s\) 4 of 4 missing \(a gap\)"):
@@ -359,6 +366,7 @@ def _altered(source: str, target: Path, change) -> str:
 
 
 @data
+@slow
 @pytest.mark.parametrize(
     "change, message",
     [
@@ -378,6 +386,7 @@ def test_runs_that_cannot_be_compared_are_refused_saying_why(report_logs, tmp_pa
 
 
 @data
+@slow
 def test_a_log_from_before_provenance_is_reported_with_a_note(report_logs, tmp_path):
     # Logs of task version 0 name no problem files: the mid-line split is left out, saying why.
     old = _altered(report_logs["infilling"], tmp_path / "old.eval", lambda m: m.pop("provenance"))
@@ -387,6 +396,7 @@ def test_a_log_from_before_provenance_is_reported_with_a_note(report_logs, tmp_p
 
 
 @data
+@slow
 def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     folder = Path(report_logs["canonical"]).parent
     out = tmp_path / "out"
@@ -424,6 +434,7 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
 
 
 @data
+@slow
 def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypatch):
     twin = _altered(
         report_logs["canonical"], tmp_path / "twin.eval", lambda m: m.update(label="twin")
@@ -453,6 +464,7 @@ def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypa
 
 
 @data
+@slow
 def test_the_docs_show_what_the_command_prints(report_logs, tmp_path):
     # docs/report.md: the report of the two replayed files, as printed into a pipe (100 columns
     # wide, unless COLUMNS says otherwise).
@@ -471,6 +483,7 @@ def test_the_docs_show_what_the_command_prints(report_logs, tmp_path):
 
 
 @data
+@slow
 def test_a_comparison_counts_the_tasks_each_side_left_out(report_logs, tmp_path):
     # The mutant run without two of its problems, beside the whole canonical run.
     log = read_eval_log(report_logs["mutant"])
@@ -490,6 +503,7 @@ def test_a_comparison_counts_the_tasks_each_side_left_out(report_logs, tmp_path)
 
 
 @data
+@slow
 def test_a_figure_from_one_problem_shows_no_interval_and_says_why(report_logs):
     report = build_report([report_logs["infilling"]])
     single = [g for g in report.gaps if g.pass_at_1.interval is None]

@@ -23,7 +23,7 @@ from heval_inspect.tasks import humaneval, humaneval_infilling
 from .report_logs import run as run_eval
 
 # Real logs whose programs run in the local sandbox (tests/report_logs.py says why).
-pytestmark = pytest.mark.data
+pytestmark = [pytest.mark.data, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
 LIMIT = 2

@@ -55,6 +55,7 @@ def _bounded(rows: list[dict], value: str, floor: float) -> None:
 
 
 @pytest.mark.data
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "runs", [["all pass, 2 shards"], ["all fail"], ["one sample"], ["all pass, 2 shards",
              "all fail"]], ids=" + ".join,
@@ -123,6 +124,7 @@ def test_a_difference_interval_stays_inside_minus_1_1():
 
 
 @pytest.mark.data
+@pytest.mark.slow
 @pytest.mark.parametrize("error", [-2.2e-16, -1e-16, 5e-17, 2.2e-16])
 def test_every_view_draws_figures_within_float_error_of_0_and_1(edge, error, capsys):
     # Every run's figures are 1 (all pass) or 0 (all fail): each moved by float error.

@@ -13,7 +13,7 @@ from heval_inspect.report.render import write_all
 from .conftest import CHROMIUM
 from .test_viewer import ARTIFACTS
 
-pytestmark = [pytest.mark.browser, pytest.mark.data]
+pytestmark = [pytest.mark.browser, pytest.mark.data, pytest.mark.slow]
 
 TABLES = ("runs", "results", "differences", "failures", "gaps")
 WIDTH = 1280

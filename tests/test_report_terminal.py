@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log, write_eval_log
 
-pytestmark = pytest.mark.data  # real logs, their programs in the local sandbox
+pytestmark = [pytest.mark.data, pytest.mark.slow]  # real logs, their programs in the local sandbox
 
 BIN = Path(sys.executable).parent
 LONG_NAMES = {
