@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import read_eval_log
 
 # Paths (list indices as []) whose values differ between any two runs of the same completions.
 RUN_TO_RUN = [
@@ -75,10 +75,6 @@ def logs(folder: Path) -> dict[tuple[str, str, str], Path]:
     return found
 
 
-def dump(log: EvalLog) -> Any:
-    return log.model_dump(mode="json")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("before", type=Path)
@@ -94,7 +90,7 @@ def main() -> int:
         a, b = read_eval_log(str(before[key])), read_eval_log(str(after[key]))
         counts: Counter[str] = Counter()
         example: dict[str, str] = {}
-        for path, what in differences(dump(a), dump(b)):
+        for path, what in differences(a.model_dump(mode="json"), b.model_dump(mode="json")):
             counts[path] += 1
             example.setdefault(path, what)
         others = [p for p in counts if not run_to_run(p) and p not in args.allow]

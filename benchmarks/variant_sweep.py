@@ -160,10 +160,10 @@ class Difference(NamedTuple):
     why: str | None  # why the difference is expected (the module's docstring), or None
 
 
-def expected(control: str, passed: bool, cuts_a_name: bool) -> str | None:
+def expected(control: str, passed: bool, gap_cuts_a_name: bool) -> str | None:
     if control == "other task" and not passed:
         return "a name both problems define, renamed apart"
-    if control in ("empty", "pass") and cuts_a_name:
+    if control in ("empty", "pass") and gap_cuts_a_name:
         return "the gap cuts a name: the pieces joined are spelled anew"
     return None
 

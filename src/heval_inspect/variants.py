@@ -232,9 +232,7 @@ def _inside_one_name(start: int, end: int, new_start: int, edits: list[_Edit]) -
     piece = next((e for e in edits if e.start < start and end < e.end), None)
     if piece is None or len(piece.text) < 2:
         return new_start, new_start
-    piece_start = piece.start + sum(
-        len(e.text) - (e.end - e.start) for e in edits if e.end <= piece.start and e is not piece
-    )
+    piece_start = _moved(piece.start, edits, gap_start=True)  # where the new name starts
     share = min(new_start - piece_start, max(len(piece.text) - 2, 1))
     return piece_start + share, piece_start + share + 1
 
