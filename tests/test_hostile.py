@@ -471,8 +471,12 @@ RUNSC_CASES: dict[str, str | re.Pattern] = {
     "SCHED_IDLE and a byte at a time to stdout, correct after 6 s": (
         "failed: [Errno 22] Invalid argument"
     ),
-    # Its chatter has filled the report FIFO by then: it ends without a report.
-    "SCHED_IDLE and a byte at a time to its report FIFO, correct after 6 s": "timed out",
+    # A race between the program's own two threads, as it would be in the reference harness: if
+    # its chatter reaches the report FIFO first, the program ends without a whole report (the
+    # reference's "timed out"); if the failed call's report gets there first, that is its verdict.
+    "SCHED_IDLE and a byte at a time to its report FIFO, correct after 6 s": re.compile(
+        r"timed out|failed: \[Errno 22\] Invalid argument"
+    ),
     # gVisor counts a task's time waiting for the host's CPU within its container's share as its
     # CPU time: 70 busy processes use up the 2 s first. (Files opened in gVisor are its own.)
     "opens every file it can in every process": re.compile(r"failed: open files: \d+|timed out"),
