@@ -101,6 +101,23 @@ EDGES = {
         "    assert candidate([3]) == [3]\n",
         "scaled",
     ),
+    # Keyword arguments whose function the text does not name: a class's (its __init__), a
+    # method's, one reached through functools.partial, one forwarded with **options.
+    "untraced keywords": edge(
+        "Edge/untraced",
+        "import functools\n\n\nclass Box:\n    def __init__(self, value, scale=1):\n"
+        "        self.value = value * scale\n\n    def total(self, extra=0):\n"
+        "        return self.value + extra\n\n\ndef step_by(start, step):\n"
+        "    return start + step\n\n\ndef forward(**options):\n"
+        "    return step_by(**options)\n\n\ndef boxed(number, value=0):\n"
+        '    """Box `number`, scaled by 2, then step it.\n    >>> boxed(1)\n    6\n    """\n'
+        "    box = Box(value=number, scale=2)\n",
+        "    bumped = functools.partial(step_by, step=3)(box.total(extra=1))\n",
+        "    return forward(start=bumped, step=value) + step_by(number, 0) - number\n",
+        "def check(candidate):\n    assert candidate(1) == 6\n"
+        "    assert candidate(2, value=1) == 9\n",
+        "boxed",
+    ),
     # Random-span gaps that cut through a name and through a string.
     "gap in a name": edge(
         "Edge/cut-name",
@@ -183,6 +200,22 @@ def test_renamed_resolves_names_not_text():
     assert f"candidate(['a', 'abc', 'ab'], {new['max']}=2)" in shadow.record["test"]
     # the comment speaks of the builtins, and is renamed as prose is: by name
     assert f">>> {new['longest']}(['a', 'abc'], {new['max']}=2)" in shadow.record["prompt"]
+
+    # A parameter that a keyword argument may reach through a call the text does not trace to
+    # its function keeps its name, wherever it is a parameter: renamed, that call would fail.
+    untraced = make_variant(EDGES["untraced keywords"], "renamed")
+    new = untraced.renames
+    assert set(new) == {"Box", "self", "step_by", "forward", "options", "boxed", "number", "box",
+                        "bumped"}  # fmt: skip
+    assert f"def __init__({new['self']}, value, scale=1):" in untraced.record["prompt"]
+    assert f"def {new['boxed']}({new['number']}, value=0):" in untraced.record["prompt"]
+    box = f"{new['box']} = {new['Box']}(value={new['number']}, scale=2)"
+    assert box in untraced.record["prompt"]
+    assert untraced.record["canonical_solution"] == (
+        f"    {new['bumped']} = functools.partial({new['step_by']}, step=3)"
+        f"({new['box']}.total(extra=1))\n"
+    )
+    assert "assert candidate(2, value=1) == 9" in untraced.record["test"]
 
     scopes = make_variant(EDGES["scopes"], "renamed")
     new = scopes.renames

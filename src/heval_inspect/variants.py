@@ -8,7 +8,9 @@ the model has not seen:
   variables, the names bound in prompt, gap and suffix) gets a neutral name, the same at every
   use: in the code, in docstrings (their prose and their examples), in comments, in the tests,
   and as the entry point. Builtins, imported names, attributes, keyword arguments of functions the
-  problem does not define and string contents are left alone.
+  problem does not define and string contents are left alone, and so is every parameter of a
+  name that some call passes as a keyword without the text saying to which function
+  (`Box(value=...)`, `obj.method(value=...)`): renamed, that call would fail.
 - `reformatted`: the same tokens laid out differently: the other quote style where the string
   allows it, a space inside brackets, a bracket of three or more items broken one item a line,
   a blank line after each docstring.
@@ -274,6 +276,7 @@ class _Scope:
     declared_global: set[str] = field(default_factory=set)
     declared_nonlocal: set[str] = field(default_factory=set)
     functions: dict[str, list[str]] = field(default_factory=dict)  # def name -> parameters
+    parameters: set[str] = field(default_factory=set)  # a function's own, bound by its calls
 
     def bind(self, name: str, offset: int) -> None:
         self.bound.setdefault(name, []).append(offset)
@@ -299,7 +302,10 @@ class _Scopes(ast.NodeVisitor):
         self.occurrences: list[tuple[_Scope, str, int]] = []
         # (scope of the call, function's name, keyword, offset): f(keyword=...).
         self.keywords: list[tuple[_Scope, str, str, int]] = []
+        # The keywords of calls whose callee is no name (`obj.method(k=...)`, `f()(k=...)`).
+        self.untraced_keywords: set[str] = set()
         self.visit(ast.parse(program))
+        self.kept_parameters = self._kept_parameters()
 
     # Where names are written.
 
@@ -386,6 +392,7 @@ class _Scopes(ast.NodeVisitor):
                      *arguments.kwonlyargs, arguments.kwarg]:  # fmt: skip
             if each is not None:
                 scope.bind(each.arg, self._offset(each))
+                scope.parameters.add(each.arg)
                 self._written(each.arg, self._offset(each), scope)
         self._inside(scope, body)
         return scope
@@ -505,10 +512,13 @@ class _Scopes(ast.NodeVisitor):
             self._written(node.rest, offset)
 
     def visit_Call(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Name):
-            for each in node.keywords:
-                if each.arg is not None:
-                    self.keywords.append((self.scope, node.func.id, each.arg, self._offset(each)))
+        for each in node.keywords:
+            if each.arg is None:
+                continue
+            if isinstance(node.func, ast.Name):
+                self.keywords.append((self.scope, node.func.id, each.arg, self._offset(each)))
+            else:
+                self.untraced_keywords.add(each.arg)
         self.generic_visit(node)
 
     # Resolution.
@@ -538,13 +548,40 @@ class _Scopes(ast.NodeVisitor):
     def renamable(self, scope: _Scope, name: str) -> bool:
         """Whether a binding is one the problem defines and `renamed` renames: bound in the
         problem's text, in a module or function scope (a class's names are attributes), not
-        by an import, not a dunder."""
+        by an import, not a dunder, not a parameter that is kept (`_kept_parameters`)."""
+        return self._defined(scope, name) and not (
+            name in scope.parameters and name in self.kept_parameters
+        )
+
+    def _defined(self, scope: _Scope, name: str) -> bool:
         return (
             scope.kind != "class"
             and name not in scope.imported
             and not (name.startswith("__") and name.endswith("__"))
             and any(offset < self.problem_end for offset in scope.bound[name])
         )
+
+    def _traced(self, scope: _Scope, function: str, argument: str) -> tuple[_Scope, str] | None:
+        """The problem's function a call `function(argument=...)` in `scope` passes its
+        argument to as that parameter, if the call's name says which (None: it does not)."""
+        found = self.binding(scope, function)
+        if found is not None and found == self.candidate:
+            function, found = self.entry_point, self.binding(self.module, self.entry_point)
+        if found and self._defined(*found) and argument in found[0].functions.get(function, []):
+            return found
+        return None
+
+    def _kept_parameters(self) -> set[str]:
+        """The parameter names a keyword argument may pass without the program's text saying
+        to which function: a method's (`obj.method(k=...)`), a class's (`Box(k=...)` reaches
+        `__init__`), one a function reached through another name or forwards with **kwargs.
+        Renaming a parameter there would break that call, so every parameter of such a name
+        keeps it."""
+        return self.untraced_keywords | {
+            argument
+            for scope, function, argument, _ in self.keywords
+            if self._traced(scope, function, argument) is None
+        }
 
     def renamable_occurrences(self) -> Iterator[tuple[int, str, int]]:
         """(offset, name, length) of every place a renamable name is written, keyword
@@ -554,14 +591,7 @@ class _Scopes(ast.NodeVisitor):
             if found and self.renamable(*found):
                 yield offset, name, len(name)
         for scope, function, argument, offset in self.keywords:
-            found = self.binding(scope, function)
-            if found is not None and found == self.candidate:
-                function, found = self.entry_point, self.binding(self.module, self.entry_point)
-            if (
-                found
-                and self.renamable(*found)
-                and argument in found[0].functions.get(function, [])
-            ):
+            if self._traced(scope, function, argument) and argument not in self.kept_parameters:
                 yield offset, argument, len(argument)
 
 
