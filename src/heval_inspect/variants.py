@@ -715,8 +715,9 @@ def _reformatting(text: str) -> list[_Edit]:
     edits = []
     significant = [token for token in tokens if token.type not in _LAYOUT]
     in_fstring = _in_fstring(significant)
-    for token in significant:
-        if token.type == tokenize.STRING:
+    for token, inside in zip(significant, in_fstring, strict=True):
+        # (Python 3.12 tokenizes a string inside an f-string's braces as a string of its own.)
+        if token.type == tokenize.STRING and not inside:
             flipped = _flipped_quotes(token.string)
             if flipped != token.string:
                 start = source.of_token(token.start)
