@@ -188,6 +188,17 @@ def test_messy_chat_answers(answer, prefix, suffix, middle):
     assert middle_from_chat(answer, prefix, suffix) == expected
 
 
+# An answer cut off inside a one-line string: the code is open there, so no line break is added,
+# and nothing after the quote is read as code. Under every Python alike: from 3.12 on the
+# tokenizer stops at such a string, where 3.11's went on past it.
+@pytest.mark.parametrize("quote", ["'", '"', "b'", "f'", 'r"'])
+@pytest.mark.parametrize("fence", ["", "```python\n"])
+def test_an_answer_cut_off_inside_a_string_is_read_alike_under_every_python(quote, fence):
+    prefix = 'def greet(name):\n    """Greet name."""\n'
+    cut = f"    greeting = {quote}Hello, "
+    assert middle_from_chat(fence + cut, prefix, "    return greeting + name\n") == cut
+
+
 HUMANEVAL_PROMPT = (
     "from typing import List\n\n\ndef total(xs: List[int]) -> int:\n"
     '    """Sum of xs.\n    >>> total([1, 2])\n    3\n    """\n'

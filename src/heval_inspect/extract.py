@@ -250,7 +250,7 @@ def _after_restated_function(code: str, prefix: str, suffix: str) -> str | None:
 def _head_end(text: str, start: int) -> int | None:
     """Where the head of the function defined at `start` (its header, and its docstring if any)
     ends: at the line break after it, or where the text stops. None if it stops before."""
-    tokens = tokenize.generate_tokens(io.StringIO(text[start:]).readline)
+    tokens = _tokens(text[start:])
     try:
         end = next(token for token in tokens if token.type == tokenize.NEWLINE)  # the header's
         first = next(token for token in tokens if token.type not in LINE_TOKENS)
@@ -267,7 +267,7 @@ def _without_string_statements(body: str) -> tuple[str, list[int]]:
     character left stands in the body. As far as the body tokenizes (a prefix stops anywhere)."""
     removed: list[tuple[int, int]] = []
     line_starts = _line_starts(body)
-    tokens = tokenize.generate_tokens(io.StringIO(body).readline)
+    tokens = _tokens(body)
     statement_starts, string = True, None
     try:
         for token in tokens:
@@ -367,7 +367,7 @@ def _top_level_statements(program: str) -> Iterator[int]:
     line_starts = _line_starts(program)
     statement_starts, decorated = True, False
     try:
-        for token in tokenize.generate_tokens(io.StringIO(program).readline):
+        for token in _tokens(program):
             if token.type == tokenize.NEWLINE:
                 statement_starts = True
             elif token.type not in NOT_CODE:
@@ -439,13 +439,28 @@ def _likely_ends_line(code_before_suffix: str, suffix: str) -> bool:
     return starts_line and bool(last_line.strip()) and not _open_at_end(code_before_suffix)
 
 
+def _tokens(text: str) -> Iterator[tokenize.TokenInfo]:
+    """The text's tokens, up to an unterminated one-line string, where they end with a
+    TokenError under every Python: from 3.12 on the tokenizer stops there, where 3.11's makes
+    the quote an error token and goes on, so an answer would be read differently by the
+    Python the eval runs under."""
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.ERRORTOKEN and token.string[:1] in ("'", '"'):
+            raise tokenize.TokenError("unterminated string literal", token.start)
+        yield token
+
+
 def _open_at_end(code: str) -> bool:
     """Whether the code stops inside brackets, a string or a continued line."""
     try:
-        for _ in tokenize.generate_tokens(io.StringIO(code).readline):
+        for _ in _tokens(code):
             pass
-    except tokenize.TokenError:  # "EOF in multi-line statement / string"
-        return True
+    except tokenize.TokenError as error:
+        # "EOF in multi-line statement / string", or an unterminated one-line string or
+        # f-string; not a malformed number ("invalid decimal literal", Python 3.12 on), which
+        # leaves nothing open.
+        message = str(error.args[0]) if error.args else ""
+        return "EOF" in message or message.startswith("unterminated")
     except SyntaxError:  # e.g. inconsistent dedent: not a sign of an open statement
         return False
     return False
