@@ -318,3 +318,203 @@ def test_a_restated_function_may_drop_or_rewrite_a_description_after_an_import(d
     if 0 < split < len(MAX_FILL_BODY) - 10:
         gap, rest = MAX_FILL_BODY[split:-10], MAX_FILL_BODY[-10:]
         assert middle_from_chat(answer, prefix, rest) == gap
+
+
+# Real chat answers that restate the function under test in their own way (issue 47). The
+# program that runs must mean what the answer means. HumanEval/140's layout: the answer's own
+# import, then the function.
+FIX_SPACES = (
+    "\ndef fix_spaces(text):\n"
+    '    """Replace spaces with underscores, and runs of more than 2 with -."""\n'
+)
+FIX_SPACES_BODY = '    text = re.sub(" {3,}", "-", text)\n    return text.replace(" ", "_")\n'
+
+
+def program_of(answer: str, prefix: str, suffix: str = "") -> str:
+    return prefix + middle_from_chat(answer, prefix, suffix) + suffix
+
+
+def top_level_names(program: str) -> list[str]:
+    """The names the program's top-level statements bind, in order (what the tests will see)."""
+    names = []
+    for node in ast.parse(program).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names += [alias.asname or alias.name for alias in node.names]
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.append(node.name)
+    return names
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        "import re\n\n",
+        "import re\nfrom typing import List\n\n\n",
+        "from re import sub\nimport re\n\n",
+        # a helper that the function calls, before it
+        'import re\n\ndef _dashes(text):\n    return re.sub(" {3,}", "-", text)\n\n',
+    ],
+)
+def test_an_import_or_a_helper_before_a_restated_function_stays(before):
+    body = FIX_SPACES_BODY
+    if "_dashes" in before:
+        body = '    text = _dashes(text)\n    return text.replace(" ", "_")\n'
+    answer = f"Here it is:\n```python\n{before}def fix_spaces(text):\n{body}```"
+    program = program_of(answer, FIX_SPACES)
+    names = top_level_names(program)
+    assert names[0] == "fix_spaces" and "re" in names, program
+    assert ("_dashes" in names) == ("_dashes" in before)
+    # An import the prompt already has is not added again, nor one the code does not use.
+    assert "List" not in names and "sub" not in names
+    assert program.startswith(FIX_SPACES + body)
+
+
+def test_what_a_restated_function_needs_is_kept_in_an_infilling_gap_too():
+    # The gap is the body's first line; the answer restates the function around it, after an
+    # import and a helper of its own that its gap code uses.
+    prefix, suffix = FIX_SPACES, '    return text.replace(" ", "_")\n'
+    answer = (
+        "```python\nimport re\n\n\ndef _dashes(text):\n    return re.sub(' {3,}', '-', text)\n\n\n"
+        f"def fix_spaces(text):\n    text = _dashes(text)\n{suffix}```"
+    )
+    middle = middle_from_chat(answer, prefix, suffix)
+    assert middle.endswith("    text = _dashes(text)\n")
+    function = ast.parse(prefix + middle + suffix).body[0]
+    assert [type(node).__name__ for node in function.body][1:] == [
+        "Import",
+        "FunctionDef",
+        "Assign",
+        "Return",
+    ]
+
+
+# HumanEval/160's layout: the restated function names its parameters otherwise.
+DO_ALGEBRA = (
+    "\ndef do_algebra(operator, operand):\n"
+    '    """Evaluate operand[0] operator[0] operand[1] ...\n    """\n'
+)
+DO_ALGEBRA_CODE = (
+    "def do_algebra(operators, operands):\n"
+    "    expression = str(operands[0])\n"
+    "    for op, number in zip(operators, operands[1:]):\n"
+    "        expression += op + str(number)\n"
+    "    return eval(expression)\n"
+)
+
+
+def test_a_restated_function_with_other_parameter_names_is_the_one_that_runs():
+    program = program_of(f"```python\n{DO_ALGEBRA_CODE}```", DO_ALGEBRA)
+    # The answer's function, as written, follows the prompt's and replaces it.
+    functions = [node for node in ast.parse(program).body if isinstance(node, ast.FunctionDef)]
+    assert [f.name for f in functions] == ["do_algebra", "do_algebra"]
+    assert [a.arg for a in functions[-1].args.args] == ["operators", "operands"]
+    assert program.endswith(DO_ALGEBRA_CODE)
+
+
+def test_a_restated_function_with_other_parameter_names_fills_an_infilling_gap_in_the_prompts():
+    # The gap is the loop's line; with code after it, the answer's names become the prompt's.
+    prefix = DO_ALGEBRA + "    expression = str(operand[0])\n"
+    suffix = "        expression += op + str(number)\n    return eval(expression)\n"
+    for code in (DO_ALGEBRA_CODE, DO_ALGEBRA_CODE.replace("    ", "  ")):
+        middle = middle_from_chat(f"```python\n{code}```", prefix, suffix)
+        assert middle == "    for op, number in zip(operator, operand[1:]):\n", code
+
+
+def test_a_renaming_that_would_change_the_function_is_not_made():
+    # The answer's body reads `operand`, a global it would capture: no renaming; its code is
+    # not read as if it had the prompt's parameters (it fails, as written, with a NameError).
+    code = DO_ALGEBRA_CODE.replace("str(operands[0])", "str(operand[0])")
+    program = program_of(f"```python\n{code}```", DO_ALGEBRA)
+    assert program.endswith(code)
+
+
+# HumanEval/97's layout: the restated function is indented by two spaces, or by tabs.
+MULTIPLY = '\ndef multiply(a, b):\n    """The product of the unit digits of a and b."""\n'
+
+
+@pytest.mark.parametrize("unit", ["  ", "\t", "   "])
+def test_a_restated_function_indented_otherwise_is_the_one_that_runs(unit):
+    code = f"def multiply(a, b):\n{unit}if a < 0 or b < 0:\n{unit * 2}a, b = abs(a), abs(b)\n"
+    code += f"{unit}return (a % 10) * (b % 10)\n"
+    program = program_of(f"```python\n{code}```", MULTIPLY)
+    assert compile(program, "<program>", "exec") and program.endswith(code)
+    # In an infilling gap, the answer's lines take the prompt's indentation.
+    prefix = MULTIPLY + "    if a < 0 or b < 0:\n"
+    suffix = "    return (a % 10) * (b % 10)\n"
+    assert (
+        middle_from_chat(f"```python\n{code}```", prefix, suffix)
+        == "        a, b = abs(a), abs(b)\n"
+    )
+
+
+RECALLED = "```python\ndef add(a, b):\n    return a + b\n```\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # analogical prompting: recalled problems first, each solved in its own block
+        f"# Relevant problems\n1. Add two numbers.\n{RECALLED}2. Reverse.\n"
+        "```python\ndef reverse(s):\n    return s[::-1]\n```\n# Solution\n"
+        "```python\ndef multiply(a, b):\n    return (abs(a) % 10) * (abs(b) % 10)\n```",
+        # the solution, then a block of example usage
+        "```python\ndef multiply(a, b):\n    return (abs(a) % 10) * (abs(b) % 10)\n```\n"
+        "Example:\n```python\nprint(multiply(148, 412))  # 16\n```",
+        # a recalled problem, then the body alone
+        f"{RECALLED}So:\n```python\n    return (abs(a) % 10) * (abs(b) % 10)\n```",
+        # a first try, then the final function
+        "```python\ndef multiply(a, b):\n    return a * b\n```\nFixed:\n"
+        "```python\ndef multiply(a, b):\n    return (abs(a) % 10) * (abs(b) % 10)\n```",
+    ],
+)
+def test_the_block_that_holds_the_answer_is_the_one_that_defines_the_function(answer):
+    assert middle_from_chat(answer, MULTIPLY, "") == "    return (abs(a) % 10) * (abs(b) % 10)\n"
+
+
+def test_a_changed_helper_of_the_prompt_is_the_one_that_runs():
+    # HumanEval/38's layout: the tests call the prompt's encode_cyclic too; an answer that
+    # restates it otherwise is judged with its own.
+    prompt = (
+        'def encode(s: str):\n    """Shift."""\n    return s[1:] + s[:1]\n\n\n'
+        'def decode(s: str):\n    """Undo encode."""\n'
+    )
+    answer = (
+        "```python\ndef encode(s: str):\n    return s\n\n\n"
+        "def decode(s: str):\n    return s[-1:] + s[:-1]\n```"
+    )
+    program = program_of(answer, prompt)
+    functions = [node.name for node in ast.parse(program).body if isinstance(node, ast.FunctionDef)]
+    assert functions[-1] == "encode" and "    return s\n" in program[len(prompt) :]
+    # Restated as the prompt has it (another docstring aside): nothing is added.
+    same = answer.replace("    return s\n", '    """Rotate."""\n    return s[1:] + s[:1]\n')
+    assert middle_from_chat(same, prompt, "") == "    return s[-1:] + s[:-1]\n"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        # a helper in a block of its own, then the function that calls it
+        "First a helper:\n```python\nimport math\n\ndef last_digit(n):\n"
+        "    return int(math.fabs(n)) % 10\n```\nThen:\n```python\ndef multiply(a, b):\n"
+        "    return last_digit(a) * last_digit(b)\n```",
+        # the same, the body alone in the second block
+        "```python\nimport math\n\ndef last_digit(n):\n    return int(math.fabs(n)) % 10\n```\n"
+        "```python\n    return last_digit(a) * last_digit(b)\n```",
+    ],
+)
+def test_a_helper_the_answer_wrote_in_a_block_of_its_own_is_there_for_its_code(answer):
+    program = program_of(answer, MULTIPLY)
+    assert top_level_names(program)[:1] == ["multiply"]
+    assert {"math", "last_digit"} <= set(top_level_names(program))
+    assert "    return last_digit(a) * last_digit(b)\n" in program
+    # What the code does not read stays out: a recalled problem's function.
+    assert "def add" not in program_of(RECALLED + answer, MULTIPLY)
+
+
+def test_what_a_restated_function_needs_stays_when_text_that_is_not_python_follows_it():
+    answer = (
+        f"```python\nimport re\n\ndef fix_spaces(text):\n{FIX_SPACES_BODY}\n"
+        ">>> fix_spaces(\"a   b\")\n'a-b'\n```"
+    )
+    program = program_of(answer, FIX_SPACES)
+    assert top_level_names(program) == ["fix_spaces", "re"]

@@ -1,26 +1,47 @@
 """From a model's answer to the code that goes into the gap (pure functions, no model, no sandbox).
 
-Chat answers (`middle_from_chat`), in order:
+A chat answer's code is read as the answer means it: whatever its layout, the program that runs
+is prefix + middle + suffix with the answer's code for the gap, or, where the answer restates the
+function in its own way, that function as it wrote it. Chat answers (`middle_from_chat`), in order:
 
 1. CRLF becomes LF; `<think>...</think>` blocks are dropped (and anything before a lone
    `</think>`), with the line breaks that separated them from the answer.
-2. The code is the first fenced block tagged `python`, `py`, `python3` or untagged (else the first
-   fenced block; an unclosed fence runs to the end; no fence: the whole answer). The line break
-   that ends the block's last line before a closing fence on a line of its own is the fence's.
-3. The code is reconciled with the code around the gap, which the model may have restated (the
+2. The code is a fenced block tagged `python`, `py`, `python3` or untagged (else the first fenced
+   block; an unclosed fence runs to the end; no fence: the whole answer): of several, the last
+   that defines the function that holds the gap (the prefix's last top-level `def`), else the
+   first that defines no top-level function the prompt lacks (not a recalled problem's), else the
+   first. So analogical or few-shot answers, which solve other problems in blocks of their own
+   first, give this problem's block; a block of example usage after the solution is not taken.
+   The line break that ends the block's last line before a closing fence on a line of its own is
+   the fence's.
+3. Code that parses and defines that function at top level restates it (`def fix_spaces(text):`
+   after `import re`). Kept with it: the imports, helpers and constants it defines (before or
+   after the function) that the function, or what else is kept, uses, and definitions that change
+   one of the prompt's (the tests may call them); not what the prompt already has, nor code that
+   only shows the function in use (`print(...)`, `if __name__ ...`, asserts).
+   - A function that fits the prompt's (the same parameters and defaults, type hints aside; its
+     body indented as the prompt's; no decorator) is aligned with the prompt as in step 4; what
+     is kept with it goes after it when no code follows the gap (`import re` after the body), else
+     inside the middle, at the start of its first line where the program compiles.
+   - One that does not fit (`def do_algebra(operators, operands):` for `(operator, operand)`;
+     `def multiply(a, b):` with a two-space or tab body; a decorator) runs as written when no code
+     follows the gap: the middle is the answer's code after the prompt's function (ended by `pass`
+     where needed), so the answer's definitions replace the prompt's. With code after the gap,
+     its indentation and parameter names are first made the prompt's, where that keeps its
+     meaning (no new name it already uses, no f-string, global or pattern that names them).
+4. Other code is reconciled with the code around the gap, which the model may have restated (the
    whitespace at the ends of restated lines may be gone: models strip it):
-   - A restated function that holds the gap (the prefix's last top-level `def`) is cut off up to
-     where the prefix ends: whatever comes before its `def` line (imports, helpers), the `def`
-     line and its docstring (the prompt's, one of its own, or none; so is a string statement
-     further into the body, as HumanEval/115's description after an import), and the prefix's
-     part of its body. Else a repeated tail of the prefix is (from the start of a line: the gap's
-     own line, earlier lines, the whole program).
-   - Top-level code after the function that holds the gap (an `if __name__` block, example
-     calls, tests), with the comments and blank lines before it, is cut off when the suffix has
-     none; when nothing follows the gap, definitions of helpers the code calls stay.
+   - A restated function that holds the gap is cut off up to where the prefix ends: whatever comes
+     before its `def` line, the `def` line and its docstring (the prompt's, one of its own, or
+     none; so is a string statement further into the body, as HumanEval/115's description after
+     an import), and the prefix's part of its body. Else a repeated tail of the prefix is (from the
+     start of a line: the gap's own line, earlier lines, the whole program).
+   - Top-level code after the function that holds the gap (an `if __name__` block, example calls,
+     tests), with the comments and blank lines before it, is cut off when the suffix has none;
+     when nothing follows the gap, definitions of helpers the code calls stay.
    - A repeated head of the suffix (up to the end of a line) is cut off; after a restated
      function or program, all of the suffix, however its final line breaks are shown.
-4. Whitespace is never stripped. Two things an answer cannot show are decided by the program
+5. Whitespace is never stripped. Two things an answer cannot show are decided by the program
    prefix + code + suffix: whether the code ends its last line (a fence always does, and chat
    APIs often drop a final line break), and, when the gap starts after indentation, whether the
    answer repeated that indentation. A head of the suffix that starts within a line of the
@@ -30,15 +51,19 @@ Chat answers (`middle_from_chat`), in order:
    the first whose program compiles is used (compile only: nothing runs); if none compiles, the
    first.
 
-FIM completions (`middle_from_fim`) are used as they are, up to the first stop sequence.
+FIM completions (`middle_from_fim`), and completion files (`-T samples=`, `heval-inspect score`),
+are used as they are (a FIM completion up to the first stop sequence): extraction is for chat
+answers.
 """
 
 import ast
+import builtins
 import io
 import re
 import tokenize
 import warnings
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -59,12 +84,16 @@ BLANK_LINES = re.compile(r"(?:[ \t]*\n)*")
 # Tokens that are not code: what lines hold besides it, and the ends of blocks and of the text.
 LINE_TOKENS = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT)
 NOT_CODE = (*LINE_TOKENS, tokenize.DEDENT, tokenize.ENDMARKER)
+# Names a program reads without defining them that are no one's to define.
+BUILTINS = frozenset(dir(builtins))
 
 
 def middle_from_chat(answer: str, prefix: str, suffix: str) -> str:
     """The code for the gap between `prefix` and `suffix`, from a chat model's answer."""
-    code = code_in_answer(answer.replace("\r\n", "\n"))
-    return reconciled(code, prefix, suffix)
+    code, others = _code_and_other_blocks(answer.replace("\r\n", "\n"), prefix)
+    restated = _restated_function(code, prefix, suffix)
+    middle = reconciled(code, prefix, suffix) if restated is None else restated
+    return _with_definitions_of_other_blocks(middle, others, prefix, suffix)
 
 
 def middle_from_fim(completion: str, stop: tuple[str, ...]) -> str:
@@ -73,8 +102,16 @@ def middle_from_fim(completion: str, stop: tuple[str, ...]) -> str:
     return completion[:cut]
 
 
-def code_in_answer(answer: str) -> str:
-    """The code a chat answer holds (steps 1 and 2), its last line break left to `reconciled`."""
+def code_in_answer(answer: str, prefix: str = "") -> str:
+    """The code a chat answer holds (steps 1 and 2), its last line break left to `reconciled`:
+    of its Python blocks, the last that defines the function that holds the gap (the prefix's
+    last), else the first that defines no top-level function the prefix does not (another
+    problem's), else the first."""
+    return _code_and_other_blocks(answer, prefix)[0]
+
+
+def _code_and_other_blocks(answer: str, prefix: str) -> tuple[str, list[str]]:
+    """The code a chat answer holds (`code_in_answer`), and its other Python blocks."""
     thought = THINK_BLOCK.sub("", answer)
     if THINK_END in thought:
         thought = thought[thought.rindex(THINK_END) + len(THINK_END) :]
@@ -82,9 +119,57 @@ def code_in_answer(answer: str) -> str:
         answer = thought.lstrip("\n")
     blocks = list(fenced_blocks(answer))
     if not blocks:
-        return answer
-    tagged = [code for tag, code in blocks if tag in PYTHON_TAGS]
-    return (tagged or [blocks[0][1]])[0]
+        return answer, []
+    tagged = [code for tag, code in blocks if tag in PYTHON_TAGS] or [blocks[0][1]]
+    function = _function_holding_the_gap(prefix)
+    chosen = 0
+    if function is not None and len(tagged) > 1:
+        defining = [i for i, code in enumerate(tagged) if function in _functions_defined(code)]
+        prompts = _functions_defined(prefix)
+        others = (i for i, code in enumerate(tagged) if _functions_defined(code) <= prompts)
+        chosen = defining[-1] if defining else next(others, 0)
+    return tagged[chosen], tagged[:chosen] + tagged[chosen + 1 :]
+
+
+def _with_definitions_of_other_blocks(
+    middle: str, others: list[str], prefix: str, suffix: str
+) -> str:
+    """The middle with the definitions, from the answer's other blocks, of the names its program
+    reads and nothing in it binds (a helper or an import the answer wrote in a block of its own;
+    of two, the later), where they compile (as `_with_definitions` places them)."""
+    module = _parsed(prefix + middle + suffix) if others else None
+    if module is None:
+        return middle
+    bound = {name for node in module.body for name in _bound_by(node)} | BUILTINS
+    definitions: dict[str, tuple[int, int, ast.stmt, str]] = {}
+    for block, code in enumerate(others):
+        for position, node in enumerate(parsed.body if (parsed := _parsed(code)) else []):
+            for name in _bound_by(node) - bound:
+                definitions[name] = (block, position, node, code)
+    missing, chosen = _names_in(module) - bound, set()
+    while missing & set(definitions):
+        found = {definitions[name][:2]: definitions[name] for name in missing & set(definitions)}
+        chosen |= set(found.values())
+        read = set().union(*(_names_in(node) for _, _, node, _ in found.values()))
+        bound |= set().union(*(_bound_by(node) for _, _, node, _ in found.values()))
+        missing = read - bound
+    if not chosen:
+        return middle
+    texts = [
+        _statement_text(code, node) for _, _, node, code in sorted(chosen, key=lambda d: d[:2])
+    ]
+    return _with_definitions(middle, "\n\n".join(texts) + "\n", prefix, suffix)
+
+
+def _functions_defined(code: str) -> set[str]:
+    """The names of the top-level functions the code defines (by their `def` lines)."""
+    return {match[1] for match in FUNCTION_DEF.finditer(code)}
+
+
+def _function_holding_the_gap(prefix: str) -> str | None:
+    """The name of the prefix's last top-level function: the one that holds the gap."""
+    functions = list(FUNCTION_DEF.finditer(prefix))
+    return functions[-1][1] if functions else None
 
 
 def fenced_blocks(answer: str) -> Iterator[tuple[str, str]]:
@@ -106,7 +191,7 @@ def fenced_blocks(answer: str) -> Iterator[tuple[str, str]]:
 
 
 def reconciled(code: str, prefix: str, suffix: str) -> str:
-    """The code as the gap's middle (steps 3 and 4)."""
+    """The code as the gap's middle (steps 4 and 5)."""
     code, repeated_prefix = _without_repeated_prefix(code, prefix, suffix)
     code = _without_code_after_the_function(code, prefix, suffix)
     repeated_suffix = _before_repeated_suffix(code, suffix, repeated_prefix == "all")
@@ -120,6 +205,374 @@ def reconciled(code: str, prefix: str, suffix: str) -> str:
         surely = _surely_repeated(head, before_suffix, suffix, repeated_prefix)
         readings.insert(0 if surely else 1, before_suffix)
     return _first_that_compiles(readings, prefix, suffix)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The function that holds the gap, as the prompt has it, and the code before it."""
+
+    arguments: ast.arguments
+    is_async: bool
+    indentation: str  # of the function's body, as the prompt indents it
+    bound: frozenset[str]  # the names the prompt's top-level code before it binds
+    statements: frozenset[str]  # that code's statements, as `_dump` gives them
+
+
+def _frame(prefix: str) -> _Frame | None:
+    """The prompt's frame for a restated function, or None: no function holds the gap (the gap
+    is in top-level code), or its header does not parse."""
+    functions = list(FUNCTION_DEF.finditer(prefix))
+    if not functions:
+        return None
+    start = functions[-1].start()
+    if CODE_AT_COLUMN_0.search(prefix, start):  # top-level code after the function: not in it
+        return None
+    try:
+        end = next(t for t in _tokens(prefix[start:]) if t.type == tokenize.NEWLINE).end
+        header = prefix[start : start + _line_starts(prefix[start:])[end[0] - 1] + end[1]]
+        function = ast.parse(header + "\n    pass\n").body[0]
+    except (StopIteration, tokenize.TokenError, SyntaxError, ValueError, IndexError):
+        return None
+    assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    body = re.compile(r"\n([ \t]*)\S").search(prefix, start + len(header) - 1)
+    before = _parsed(prefix[:start])
+    statements = before.body if before else []
+    return _Frame(
+        arguments=function.args,
+        is_async=isinstance(function, ast.AsyncFunctionDef),
+        indentation=body[1] if body else "",
+        bound=frozenset(name for node in statements for name in _bound_by(node)),
+        statements=frozenset(_dump(node) for node in statements),
+    )
+
+
+def _restated_function(code: str, prefix: str, suffix: str) -> str | None:
+    """The middle of code that restates the function that holds the gap, whole (it parses), as
+    the answer means it (step 3); None for other code.
+
+    The definitions the function needs (imports, helpers, constants; from before or after it)
+    and those that change one of the prompt's are kept; code that only shows the function in
+    use is not. Where the function fits the prompt's frame (its signature, but for type hints;
+    its body's indentation; no decorator), its code is aligned with the prompt as any restated
+    code is, and the definitions kept go after it (no code after the gap) or at the start of a
+    line of the middle, where they compile. Where it does not and no code follows the gap, it
+    is the answer's code as written, after the prompt's (which it replaces). With code after
+    the gap, its indentation and parameter names are first brought to the prompt's.
+    """
+    frame = _frame(prefix)
+    name = _function_holding_the_gap(prefix)
+    module = _parsed(code)
+    if module is None and frame is not None:
+        # Code after the function that is not Python (a pasted `>>>` session, prose): the code
+        # up to the last top-level statement from which on it does not parse.
+        for start in reversed(list(_top_level_statements(code))):
+            if (module := _parsed(code[:start])) is not None:
+                code = code[:start].rstrip("\n")
+                break
+    if frame is None or module is None:
+        return None
+    found = [
+        index
+        for index, node in enumerate(module.body)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+    ]
+    if not found:
+        return None
+    index = found[-1]
+    function = module.body[index]
+    assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    kept = _definitions_kept(module.body, index, frame)
+    text = code[_line_starts(code)[_first_line(function) - 1] :]
+    fits = _fits(function, code, frame)
+    if not fits and not suffix.strip():
+        as_written = [_statement_text(code, module.body[i]) for i in sorted(kept | {index})]
+        whole = _after_the_prompts_function(
+            "\n\n\n".join(as_written), prefix, suffix, frame.indentation or "    "
+        )
+        if whole is not None:
+            return whole
+    if not fits and (in_frame := _in_frame(text, frame)) is not None:
+        text = in_frame
+    middle = reconciled(text, prefix, suffix)
+    extra = [i for i in sorted(kept) if i < index or suffix.strip()]
+    if not extra:
+        return middle
+    definitions = "\n\n".join(_statement_text(code, module.body[i]) for i in extra) + "\n"
+    return _with_definitions(middle, definitions, prefix, suffix)
+
+
+def _parsed(code: str) -> ast.Module | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning of code that parses
+        try:
+            return ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+
+
+def _first_line(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(decorator.lineno for decorator in decorators)])
+
+
+def _statement_text(code: str, node: ast.stmt) -> str:
+    """The lines of a top-level statement, from its first decorator, without the last one's
+    line break."""
+    starts = _line_starts(code)
+    end = node.end_lineno or node.lineno
+    return code[starts[_first_line(node) - 1] : starts[end] - 1 if end < len(starts) else None]
+
+
+def _definitions_kept(body: list[ast.stmt], index: int, frame: _Frame) -> set[int]:
+    """The top-level statements besides the function (at `index`) that stay: definitions,
+    imports and assignments of names that the function, or what else stays, uses, and
+    definitions that change one of the prompt's (its tests may use them), unless the prompt has
+    the same statement."""
+    used = _names_in(body[index])
+    kept: set[int] = set()
+    while True:
+        more = set()
+        for position, node in enumerate(body):
+            bound = _bound_by(node)
+            if (
+                position == index
+                or position in kept
+                or not bound
+                or _dump(node) in frame.statements
+            ):
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                bound -= frame.bound  # rebinding a prompt's name to a module: the same one
+                stays = bool(bound & used)
+            else:
+                stays = bool(bound & (used | frame.bound))
+            if stays and body[index].name not in bound:  # type: ignore[attr-defined]
+                more.add(position)
+        if not more:
+            return kept
+        kept |= more
+        for position in more:
+            used |= _names_in(body[position])
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    """The global names a statement may read: those it reads and does not bind inside itself
+    (a definition's local names, imports within it)."""
+    read: set[str] = set()
+    bound: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            (read if isinstance(inner.ctx, ast.Load) else bound).add(inner.id)
+        elif isinstance(inner, ast.arg):
+            bound.add(inner.arg)
+        elif isinstance(inner, ast.alias):
+            bound.add((inner.asname or inner.name).split(".")[0])
+        elif inner is not node and isinstance(inner, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(inner.name)
+    return read - bound
+
+
+def _dump(node: ast.stmt) -> str:
+    """The statement's syntax tree without the docstrings of its definitions."""
+    copy = ast.parse(ast.unparse(node)).body[0] if _has_docstrings(node) else node
+    for definition in ast.walk(copy):
+        if _docstring_of(definition) is not None:
+            body = definition.body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
+            definition.body = body  # type: ignore[attr-defined]
+    return ast.dump(copy)
+
+
+def _has_docstrings(node: ast.AST) -> bool:
+    return any(_docstring_of(definition) is not None for definition in ast.walk(node))
+
+
+def _docstring_of(node: ast.AST) -> ast.Expr | None:
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return None
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+        return first if isinstance(first.value.value, str) else None
+    return None
+
+
+def _fits(function: ast.FunctionDef | ast.AsyncFunctionDef, code: str, frame: _Frame) -> bool:
+    """Whether the function, aligned with the prompt's, means what the answer wrote."""
+    line = code[_line_starts(code)[function.body[0].lineno - 1] :]
+    indentation = line[: len(line) - len(line.lstrip(" \t"))]
+    return (
+        not function.decorator_list
+        and isinstance(function, ast.AsyncFunctionDef) == frame.is_async
+        and _renaming(function.args, frame.arguments) == {}
+        and (not frame.indentation or indentation == frame.indentation)
+    )
+
+
+def _renaming(answer: ast.arguments, prompt: ast.arguments) -> dict[str, str] | None:
+    """The answer's parameter names to the prompt's, where they are the same parameters (the
+    same kinds, defaults and keyword-only names; type hints aside), else None."""
+    positional = [*answer.posonlyargs, *answer.args], [*prompt.posonlyargs, *prompt.args]
+    if (
+        len(answer.posonlyargs) != len(prompt.posonlyargs)
+        or len(positional[0]) != len(positional[1])
+        or [a.arg for a in answer.kwonlyargs] != [a.arg for a in prompt.kwonlyargs]
+        or (answer.vararg is None) != (prompt.vararg is None)
+        or (answer.kwarg is None) != (prompt.kwarg is None)
+        or [ast.dump(d) for d in answer.defaults] != [ast.dump(d) for d in prompt.defaults]
+        or [d and ast.dump(d) for d in answer.kw_defaults]
+        != [d and ast.dump(d) for d in prompt.kw_defaults]
+    ):
+        return None
+    pairs = list(zip(*positional, strict=True))
+    pairs += [
+        (a, p) for a, p in [(answer.vararg, prompt.vararg), (answer.kwarg, prompt.kwarg)] if a and p
+    ]
+    return {a.arg: p.arg for a, p in pairs if a.arg != p.arg}
+
+
+def _after_the_prompts_function(code: str, prefix: str, suffix: str, unit: str) -> str | None:
+    """The answer's code as written, after the prompt's function (ended by `pass` where its
+    body, or the block the gap is in, would be empty): its definitions replace the prompt's.
+    None if that does not compile."""
+    last_line = prefix[prefix.rstrip().rfind("\n") + 1 :]
+    indentation = last_line[: len(last_line) - len(last_line.lstrip(" \t"))]
+    for filler in ("", f"{indentation}{unit}pass\n", f"{indentation}pass\n"):
+        middle = f"{filler}\n\n{code}\n"
+        if _compiles(prefix + middle + suffix):
+            return middle
+    return None
+
+
+def _with_definitions(middle: str, definitions: str, prefix: str, suffix: str) -> str:
+    """The middle with the definitions the answer's function needs: after it at top level when
+    no code follows the gap, else at the start of its first line where they compile (inside the
+    function, which binds them there); the middle alone where they compile nowhere."""
+    if not suffix.strip():
+        candidates = [middle.rstrip("\n") + "\n\n\n" + definitions]
+    else:
+        candidates = []
+        tail = prefix[prefix.rfind("\n") + 1 :]
+        if not tail.strip():  # the gap starts a line, maybe after its indentation
+            first = middle[: len(middle) - len(middle.lstrip(" \t"))]
+            indentation = tail + first if middle.strip() else tail
+            lines = _indented(definitions, indentation)
+            candidates.append(lines[len(tail) :] + indentation[len(tail) :] + middle[len(first) :])
+        for match in re.finditer(r"\n([ \t]*)(?=\S)", middle):
+            lines = _indented(definitions, match[1])
+            candidates.append(middle[: match.start() + 1] + lines + middle[match.start() + 1 :])
+    return next((c for c in candidates if _compiles(prefix + c + suffix)), middle)
+
+
+def _indented(code: str, indentation: str) -> str:
+    return "".join(
+        indentation + line if line.strip() else line for line in code.splitlines(keepends=True)
+    )
+
+
+def _in_frame(text: str, frame: _Frame) -> str | None:
+    """The restated function (text from its first line) with the prompt's indentation and
+    parameter names, the same function; None where it cannot be made so, or still does not
+    fit."""
+    module = _parsed(text)
+    if module is None or not frame.indentation:
+        return None
+    function = module.body[0]
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    line = text[_line_starts(text)[function.body[0].lineno - 1] :]
+    unit = line[: len(line) - len(line.lstrip(" \t"))]
+    if unit != frame.indentation:
+        reindented = _reindented(text, unit, frame.indentation) if unit else None
+        module = _parsed(reindented) if reindented is not None else None
+        if reindented is None or module is None:
+            return None
+        text, function = reindented, module.body[0]
+    assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    renaming = _renaming(function.args, frame.arguments)
+    if renaming:
+        renamed = _renamed(text, function, renaming)
+        module = _parsed(renamed) if renamed is not None else None
+        if renamed is None or module is None:
+            return None
+        text, function = renamed, module.body[0]
+    assert isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef))
+    # The header keeps the answer's names: the prompt's stands for it.
+    header_fits = (
+        function.decorator_list == [] and _renaming(function.args, frame.arguments) is not None
+    )
+    body = text[_line_starts(text)[function.body[0].lineno - 1] :]
+    return text if header_fits and body.startswith(frame.indentation) else None
+
+
+def _reindented(text: str, unit: str, new_unit: str) -> str | None:
+    """The text with each line's indentation of n whole units made n new units (the lines of
+    strings, and continuation lines indented otherwise, as they are); None if a statement's
+    indentation is not whole units."""
+    lines = text.split("\n")
+    statements: set[int] = set()
+    in_strings: set[int] = set()
+    at_start = True
+    try:
+        for token in _tokens(text):
+            if token.type == tokenize.NEWLINE:
+                at_start = True
+            elif token.type not in NOT_CODE:
+                if at_start:
+                    statements.add(token.start[0] - 1)
+                at_start = False
+            if token.type == tokenize.STRING:
+                in_strings.update(range(token.start[0], token.end[0]))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    for row, line in enumerate(lines):
+        indentation = line[: len(line) - len(line.lstrip(" \t"))]
+        units = len(indentation) // len(unit)
+        if row in in_strings or not line.strip() or indentation != unit * units:
+            if row in statements:
+                return None
+            continue
+        lines[row] = new_unit * units + line[len(indentation) :]
+    return "\n".join(lines)
+
+
+def _renamed(
+    text: str, function: ast.FunctionDef | ast.AsyncFunctionDef, renaming: dict[str, str]
+) -> str | None:
+    """The function with its parameters renamed in its body (the header is left as it is), or
+    None where a new name is in use there, or an old one is bound or read in a way renaming
+    could change (a global, an import, an f-string, a pattern, an exception's name)."""
+    old, new = set(renaming), set(renaming.values())
+    edits: list[tuple[int, int, int, str]] = []
+    for statement in function.body:
+        for node in ast.walk(statement):
+            names: list[str] = []
+            if isinstance(node, ast.Name):
+                names = [node.id]
+                if node.id in renaming:
+                    edits.append((node.lineno, node.col_offset, len(node.id), renaming[node.id]))
+            elif isinstance(node, ast.arg):
+                names = [node.arg]
+                if node.arg in renaming:
+                    edits.append((node.lineno, node.col_offset, len(node.arg), renaming[node.arg]))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [node.name, "!"]
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                names = [*node.names, "!"]
+            elif isinstance(node, ast.alias):
+                names = [node.asname or node.name.split(".")[0], "!"]
+            elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+                names = [node.name or "", "!"]
+            elif isinstance(node, ast.MatchMapping):
+                names = [node.rest or "", "!"]
+            elif isinstance(node, ast.JoinedStr):
+                names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name)] + ["!"]
+            bound_otherwise = "!" in names
+            if any(n in new - old for n in names) or (bound_otherwise and old & set(names)):
+                return None
+    lines = [line.encode() for line in text.split("\n")]
+    for row, column, length, name in sorted(edits, reverse=True):
+        line = lines[row - 1]
+        lines[row - 1] = line[:column] + name.encode() + line[column + length :]
+    return "\n".join(line.decode() for line in lines)
 
 
 def _surely_repeated(head: str, before: str, suffix: str, repeated_prefix: str) -> bool:
@@ -343,22 +796,21 @@ def _uses(code: str, names: set[str]) -> bool:
 
 def _names_bound(statement: str) -> set[str]:
     """The names a top-level definition, import or assignment binds (none for other code)."""
-    try:
-        nodes = ast.parse(statement).body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    names = set()
-    for node in nodes:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {target.id for target in targets if isinstance(target, ast.Name)}
-        else:
-            return set()
-    return names - {"*"}
+    module = _parsed(statement)
+    bound = [_bound_by(node) for node in module.body] if module else []
+    return set().union(*bound) if bound and all(bound) else set()
+
+
+def _bound_by(node: ast.stmt) -> set[str]:
+    """The names a definition, import or assignment binds (none for other code)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).split(".")[0] for alias in node.names} - {"*"}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {target.id for target in targets if isinstance(target, ast.Name)}
+    return set()
 
 
 def _top_level_statements(program: str) -> Iterator[int]:
@@ -409,7 +861,7 @@ def _before_repeated_suffix(code: str, suffix: str, whole: bool) -> tuple[str, s
 
 
 def _readings(code: str, prefix: str, suffix: str) -> list[str]:
-    """The ways to read the code, most likely first (step 4)."""
+    """The ways to read the code, most likely first (step 5)."""
     indentation = prefix[prefix.rfind("\n") + 1 :]
     bases = [code]
     if indentation and not indentation.strip() and code.startswith(indentation):
