@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, Self
 
 from ..prompts import FIM_FORMATS, FimFormat, chat_prompt, fim_prompt
+from .chat_layouts import layout_answer, model_layout
 
 # What a model may write after its stop token: never part of the middle.
 GARBAGE = "\ndef unrelated():\n    return 'after the stop token'\n"
@@ -332,8 +333,18 @@ class PerfectModelServer(LocalServer):
     are kept in `requests` (path and JSON body) so tests can check what the providers sent.
     """
 
-    def __init__(self, records: list[dict]):
+    def __init__(self, records: list[dict], layouts: tuple[str, ...] = ()):
         self.index = prompt_index(records)
+        # The answers in each of these layouts, written now: the request threads would parse
+        # code beside the eval's own parsing, which CPython 3.11's ast module does not survive.
+        self.layout_answers = {
+            (f"{layout}.{'right' if right else 'wrong'}", key): answer
+            for layout in layouts
+            for right in (True, False)
+            for key, gap in self.index.items()
+            if not gap.families
+            if (answer := layout_answer(layout, gap.prefix, gap.middle, gap.suffix, right))
+        }
         # The latest requests only, so that a whole-benchmark run does not keep them all.
         self.requests: deque[tuple[str, dict]] = deque(maxlen=10_000)
         super().__init__(_handler(self))
@@ -354,7 +365,14 @@ class PerfectModelServer(LocalServer):
         return gap
 
     def chat_reply(self, model: str, prompt: str) -> str:
+        """The answer in the style the model is named after, or in a layout of
+        `chat_layouts` given to the server (`renamed_parameters.right`, `...wrong`)."""
         gap = self.gap(prompt)
+        if model_layout(model) is not None:
+            answer = self.layout_answers.get((model, prompt_key(prompt)))
+            if answer is None:
+                raise LookupError(f"no answer in the layout {model} to this task")
+            return answer
         return chat_answer(CHAT_STYLES[model], gap.prefix, gap.middle, gap.suffix)
 
     def completion(self, model: str, prompt: str) -> str:
