@@ -143,11 +143,11 @@ def test_the_infilling_group_clusters_its_error_by_problem(logs):
 
 def test_each_log_records_its_version_and_provenance(logs, canonical):
     log = logs["infilling"]
-    assert log.eval.task_version == 2
+    assert log.eval.task_version == 3
     metadata = log.eval.metadata
-    assert metadata["full_task_version"] == "2-B"
-    assert metadata["task_comparability_version"] == 2
-    assert metadata["task_interface_version"] == "B"
+    assert metadata["full_task_version"] == "3-A"
+    assert metadata["task_comparability_version"] == 3
+    assert metadata["task_interface_version"] == "A"
     provenance = metadata["provenance"]
     problems = [f for f in provenance["data_files"] if f["role"] == "problems"]
     assert [Path(f["path"]).name for f in problems] == [f.filename for f in SUBSETS.values()]
@@ -166,7 +166,7 @@ def test_each_log_records_its_version_and_provenance(logs, canonical):
     assert provenance["limits"]["memory_bytes"] == 1 << 30
     assert provenance["prompt"]["style"] == "chat"
     assert provenance["package"]["name"] == "heval-inspect"
-    assert logs["humaneval"].eval.metadata["full_task_version"] == "2-B"
+    assert logs["humaneval"].eval.metadata["full_task_version"] == "3-A"
     # `inspect log dump` prints it as it is.
     dump = subprocess.run(
         [str(Path(sys.executable).with_name("inspect")), "log", "dump", "--header-only",

@@ -372,8 +372,8 @@ def _altered(source: str, target: Path, change) -> str:
     [
         (lambda m: m["provenance"]["limits"].update(timeout_seconds=3.0),
          r"their time limits differ \(1 s and 3 s\)"),
-        (lambda m: m.update(task_comparability_version=3, full_task_version="3-A"),
-         r"task comparability versions differ \(2-B and 3-A"),
+        (lambda m: m.update(task_comparability_version=4, full_task_version="4-A"),
+         r"task comparability versions differ \(3-A and 4-A"),
         (lambda m: m["provenance"]["data_files"][0].update(sha256="0" * 64),
          r"problem files' SHA-256 checksums differ"),
     ],
@@ -417,7 +417,7 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     for name in ("canonical (humaneval", "mutant (humaneval", "replayed (humaneval_infilling"):
         assert sum(name in table for table in tables) >= 2, name
         assert all(table.count(name) <= 1 for table in tables), name
-    assert "mutant (humaneval 2-B) minus canonical (humaneval 2-B)" in run.stdout
+    assert "mutant (humaneval 3-A) minus canonical (humaneval 3-A)" in run.stdout
     names = {"report.md", "report.html", "results.csv", "differences.csv", "failures.csv",
              "gaps.csv"}  # fmt: skip
     assert names <= {p.name for p in out.iterdir()}
@@ -456,8 +456,8 @@ def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypa
     assert lines["canonical"].get_marker() != lines["twin"].get_marker()
     rows = [label.get_text() for label in by_name["failures"].get_yticklabels()]
     assert (
-        "canonical (humaneval 2-B) | humaneval" in rows
-        and "twin (humaneval 2-B) | humaneval" in rows
+        "canonical (humaneval 3-A) | humaneval" in rows
+        and "twin (humaneval 3-A) | humaneval" in rows
     )
     rows = [label.get_text() for label in by_name["differences"].get_yticklabels()]
     assert "twin - canonical | humaneval" in rows and "mutant - canonical | humaneval" in rows
@@ -497,7 +497,7 @@ def test_a_comparison_counts_the_tasks_each_side_left_out(report_logs, tmp_path)
     assert {d.tasks for d in comparison.differences} == {6}
     text = markdown(report)
     assert (
-        "| mutant (humaneval 2-B) | canonical (humaneval 2-B) | 6 (6 problems) | 0 "
+        "| mutant (humaneval 3-A) | canonical (humaneval 3-A) | 6 (6 problems) | 0 "
         "| 2 (2 problems) |" in text
     )
 
