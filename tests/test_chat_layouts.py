@@ -10,13 +10,11 @@ from collections import Counter
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai import task_with
-from inspect_ai.model import get_model
 
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.schema import PASSED
-from heval_inspect.tasks import humaneval, humaneval_infilling
-from heval_inspect.testing.chat_layouts import LAYOUTS, layout_answer
+from heval_inspect.testing.chat_layouts import LAYOUTS, layout_tasks
+from heval_inspect.testing.chat_layouts import corpus as layout_corpus
 from heval_inspect.testing.perfect_model import PerfectModelServer
 
 # Tasks per layout and kind: this many HumanEval problems, and this many tasks of each subset.
@@ -24,41 +22,12 @@ HUMANEVAL_PROBLEMS = 40
 SUBSET_TASKS = 10
 
 
-def spread(records: list[dict], count: int) -> list[dict]:
-    """`count` records spread evenly over the list (over its problems, as the files are
-    ordered by problem)."""
-    if len(records) <= count:
-        return records
-    return [records[i * len(records) // count] for i in range(count)]
-
-
 @pytest.fixture(scope="module")
 def corpus() -> dict[tuple[str, bool], list[dict]]:
     """The tasks each layout answers, right and wrong: where it applies, spread over problems."""
     files = {"humaneval": HUMANEVAL, **SUBSETS}
-    records = {name: load_official(file) for name, file in files.items()}
-    chosen = {}
-    for layout in LAYOUTS:
-        for right in (True, False):
-            tasks = []
-            for name, file_records in records.items():
-                applies = [
-                    record
-                    for record in file_records
-                    if layout_answer(
-                        layout,
-                        record["prompt"],
-                        record["canonical_solution"],
-                        record.get("suffix", ""),
-                        right,
-                    )
-                    is not None
-                ]
-                tasks += spread(
-                    applies, HUMANEVAL_PROBLEMS if name == "humaneval" else SUBSET_TASKS
-                )
-            chosen[layout, right] = tasks
-    return chosen
+    per_file = dict.fromkeys(SUBSETS, SUBSET_TASKS) | {"humaneval": HUMANEVAL_PROBLEMS}
+    return layout_corpus({name: load_official(file) for name, file in files.items()}, per_file)
 
 
 @pytest.mark.data
@@ -97,15 +66,7 @@ def test_right_answers_pass_and_wrong_ones_fail_in_every_layout(corpus, tmp_path
     with PerfectModelServer(list(every.values()), tuple(LAYOUTS)) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
         monkeypatch.setenv("OPENAI_API_KEY", "perfect")
-        tasks = []
-        for (layout, right), records in corpus.items():
-            ids = {record["task_id"] for record in records}
-            kind = "right" if right else "wrong"
-            model = get_model(f"openai/{layout}.{kind}", responses_api=False, memoize=False)
-            for task in (humaneval_infilling(), humaneval()):
-                task.dataset = task.dataset.filter(lambda sample, ids=ids: sample.id in ids)
-                if len(task.dataset):
-                    tasks.append(task_with(task, model=model))
+        tasks = layout_tasks(corpus)
         logs = inspect_eval(tasks, log_dir=str(tmp_path), display="none", max_tasks=4)
     wrong = {}
     for log in logs:

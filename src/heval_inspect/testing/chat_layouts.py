@@ -15,6 +15,10 @@ import re
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+
+from inspect_ai import Task as Task_
+from inspect_ai.dataset import Sample
 
 DEF_LINE = re.compile(r"^def[ \t]+(?P<name>\w+)", re.MULTILINE)
 # A helper the function's code calls, and the import the helper needs.
@@ -265,3 +269,63 @@ def model_layout(model: str) -> tuple[str, bool] | None:
     if layout in LAYOUTS and kind in ("right", "wrong"):
         return layout, kind == "right"
     return None
+
+
+def spread(records: list[dict], count: int) -> list[dict]:
+    """`count` records spread evenly over the list (over its problems: the files are ordered by
+    problem)."""
+    if len(records) <= count:
+        return records
+    return [records[i * len(records) // count] for i in range(count)]
+
+
+def corpus(
+    files: dict[str, list[dict]], per_file: dict[str, int]
+) -> dict[tuple[str, bool], list[dict]]:
+    """The records each layout answers, right (True) and wrong: of each file, `per_file[name]`
+    of the records the layout applies to, spread over its problems."""
+    chosen = {}
+    for layout in LAYOUTS:
+        for right in (True, False):
+            records = []
+            for name, file_records in files.items():
+                applies = [
+                    record
+                    for record in file_records
+                    if layout_answer(
+                        layout,
+                        record["prompt"],
+                        record["canonical_solution"],
+                        record.get("suffix", ""),
+                        right,
+                    )
+                    is not None
+                ]
+                records += spread(applies, per_file[name])
+            chosen[layout, right] = records
+    return chosen
+
+
+def layout_tasks(chosen: dict[tuple[str, bool], list[dict]]) -> list[Task_]:
+    """The Inspect tasks that ask the perfect model for the chosen records in each layout: a
+    HumanEval task and an infilling task per layout and kind, cut down to its records, each with
+    its model (`openai/LAYOUT.right`; OPENAI_BASE_URL must name the perfect-model server)."""
+    from inspect_ai import task_with
+    from inspect_ai.model import get_model
+
+    from ..tasks import humaneval, humaneval_infilling
+
+    tasks = []
+    for (layout, right), records in chosen.items():
+        ids = {record["task_id"] for record in records}
+        kind = "right" if right else "wrong"
+        model = get_model(f"openai/{layout}.{kind}", responses_api=False, memoize=False)
+        for task in (humaneval_infilling(), humaneval()):
+            task.dataset = task.dataset.filter(partial(_among, ids))
+            if len(task.dataset):
+                tasks.append(task_with(task, model=model))
+    return tasks
+
+
+def _among(ids: set[str], sample: Sample) -> bool:
+    return sample.id in ids
