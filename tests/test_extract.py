@@ -518,3 +518,15 @@ def test_what_a_restated_function_needs_stays_when_text_that_is_not_python_follo
     )
     program = program_of(answer, FIX_SPACES)
     assert top_level_names(program) == ["fix_spaces", "re"]
+
+
+def test_a_restated_function_in_a_block_indented_under_a_list_item_is_read_as_its_code():
+    answer = (
+        "1. Import what it needs:\n2. Write it:\n\n   ```python\n   import re\n\n"
+        "   def fix_spaces(text):\n"
+        + "".join(f"   {line}\n" for line in FIX_SPACES_BODY.splitlines())
+        + "   ```\n"
+    )
+    program = program_of(answer, FIX_SPACES)
+    assert top_level_names(program) == ["fix_spaces", "re"]
+    assert program.startswith(FIX_SPACES + FIX_SPACES_BODY)

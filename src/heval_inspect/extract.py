@@ -60,6 +60,7 @@ import ast
 import builtins
 import io
 import re
+import textwrap
 import tokenize
 import warnings
 from collections.abc import Iterator
@@ -262,6 +263,10 @@ def _restated_function(code: str, prefix: str, suffix: str) -> str | None:
     frame = _frame(prefix)
     name = _function_holding_the_gap(prefix)
     module = _parsed(code)
+    dedented = textwrap.dedent(code)
+    # A block indented as a whole (under an item of a list in the answer's prose).
+    if module is None and dedented != code and (module := _parsed(dedented)) is not None:
+        code = dedented
     if module is None and frame is not None:
         # Code after the function that is not Python (a pasted `>>>` session, prose): the code
         # up to the last top-level statement from which on it does not parse.
