@@ -80,14 +80,20 @@ FILL_SOCKETS = (
 )
 
 
-# The executor's cause of some cases; every case's cause must agree with its verdict.
+# The executor's causes of some cases (any of those given); every case's cause must agree with
+# its verdict.
 CASE_CAUSES = {
-    "sleep(10)": Cause.TIME_LIMIT,
-    "sys.exit(0) before the tests": Cause.EXCEPTION,
-    "os._exit(0) before the tests": Cause.EXIT,
-    "dies by a real-time signal": Cause.SIGNAL,
-    "segfaults": Cause.SIGNAL,
-    "every process slot holds socket buffers": Cause.MEMORY,
+    "sleep(10)": {Cause.TIME_LIMIT},
+    "sys.exit(0) before the tests": {Cause.EXCEPTION},
+    "os._exit(0) before the tests": {Cause.EXIT},
+    "dies by a real-time signal": {Cause.SIGNAL},
+    "segfaults": {Cause.SIGNAL},
+    # Its processes fill socket buffers, then sleep: it breaks two bounds, the container's memory
+    # and its 3 s, and is ended by the one it reaches first. That is the out-of-memory killer
+    # where the kernel hands it the container's memory in buffers within its 3 s (most runs),
+    # else its time limit (a fresh machine of CI's kind, once): both are right, and the verdict
+    # is the reference's "timed out" either way.
+    "every process slot holds socket buffers": {Cause.MEMORY, Cause.TIME_LIMIT},
 }
 FAILING_CAUSES = {
     Cause.WRONG_ANSWER, Cause.SYNTAX_ERROR, Cause.NAME_ERROR, Cause.EXCEPTION, Cause.MEMORY
@@ -669,11 +675,16 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(
     }
     assert not disagree, disagree
     expected_causes = {
-        name: cause
-        for name, cause in CASE_CAUSES.items()
+        name: accepted
+        for name, accepted in CASE_CAUSES.items()
         if runtime == "runc" or name not in RUNSC_OUT_OF_MEMORY | set(RUNSC_CASES)
     }
-    assert {name: causes[f"case/{name}"] for name in expected_causes} == expected_causes
+    other_causes = {
+        name: causes[f"case/{name}"]
+        for name, accepted in expected_causes.items()
+        if causes[f"case/{name}"] not in accepted
+    }
+    assert not other_causes, other_causes
     # Nothing reached the executor: none was lost, and no container had to be replaced.
     # (and, there, what follows such a case at once may meet its sandbox's end: it runs again)
     replaced = (

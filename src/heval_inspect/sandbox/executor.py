@@ -345,6 +345,17 @@ HOST_CGROUP_CPU = (
     ("{root}/*/system.slice/docker-{id}*.scope/cpuacct.usage", None, 1e-9),
 )
 # How many tasks (processes and threads, zombies included) the container holds (v2, then v1).
+# The whole machine's CPU time, in the root of the host's hierarchies (cgroup v2, then v1), and
+# where v1 counts it for each CPU (how many the machine has).
+HOST_MACHINE_CPU = (
+    ("{root}/cpu.stat", "usage_usec", 1e-6),
+    ("{root}/cpuacct/cpuacct.usage", None, 1e-9),
+    ("{root}/cpu,cpuacct/cpuacct.usage", None, 1e-9),
+)
+HOST_MACHINE_PERCPU = (
+    "{root}/cpuacct/cpuacct.usage_percpu",
+    "{root}/cpu,cpuacct/cpuacct.usage_percpu",
+)
 CGROUP_PIDS = (("/sys/fs/cgroup/pids.current", None), ("/sys/fs/cgroup/pids/pids.current", None))
 # How many processes of the container the kernel's out-of-memory killer has killed (v2, then v1).
 CGROUP_OOM_KILLS = (
@@ -966,6 +977,18 @@ def _host_cgroup_cpu() -> list[tuple[str, str | None, float]]:
     return found
 
 
+def _machine_cpus() -> int:
+    """The host's CPUs: as many as its root cgroup counts (v1), else as many as this kernel
+    reports."""
+    for pattern in HOST_MACHINE_PERCPU:
+        try:
+            with open(pattern.format(root=HOST_CGROUP), "rb") as counts:
+                return max(1, len(counts.read().split()))
+        except OSError:
+            continue
+    return os.cpu_count() or 1
+
+
 def _processes(everyone: bool = False) -> Iterator[tuple[int, list[bytes]]]:
     """(pid, stat fields after the name) of every process but this one (or every one)."""
     me = 0 if everyone else os.getpid()
@@ -1072,6 +1095,16 @@ class InContainer:
         # The container's own cgroup counters are absent under gVisor: its CPU time is read
         # where the host counts it (gVisor's own counts include waits for the host's CPU).
         self.host_cpu = Counter(_host_cgroup_cpu() if self.cpu.fd is None else [])
+        # And the whole machine's, and its CPUs: how busy the host's other work kept them.
+        self.machine_cpu = Counter(
+            [
+                (pattern.format(root=HOST_CGROUP), key, unit)
+                for pattern, key, unit in HOST_MACHINE_CPU
+            ]
+            if self.host_cpu.fd is not None
+            else []
+        )
+        self.machine_cpus = _machine_cpus()
         self.tasks = Counter(CGROUP_PIDS)
         # gVisor's kernel has neither cgroup counters nor run delays: the CPU time and tasks of
         # the container's processes are read from /proc there instead.
@@ -1181,6 +1214,11 @@ class InContainer:
         ticks = sum(sum(map(int, fields[11:15])) for _, fields in _processes(everyone=True))
         return ticks / CLOCK_TICKS
 
+    def machine_seconds(self) -> float | None:
+        """The CPU time the whole machine (the host) used so far, where the host's count can be
+        read (under gVisor, with its cgroups mounted), else None."""
+        return self.machine_cpu.read() if self.machine_cpu.fd is not None else None
+
     def task_count(self) -> float:
         """The container's tasks (processes and threads, zombies included)."""
         if self.tasks.fd is not None:
@@ -1275,6 +1313,11 @@ class OnThisMachine:
     run_delays = os.path.exists("/proc/self/schedstat")
     cpu_counts_waits = False
     reading_seconds = POLL_SECONDS
+    machine_cpus = os.cpu_count() or 1
+
+    def machine_seconds(self) -> None:
+        return None  # the kernel's run delays say what the host's load held back
+
     reap_seconds = REAP_SECONDS
 
     def cpu_seconds(self, main: int | None) -> float:
@@ -1631,13 +1674,17 @@ class OwnTime:
     or for the executor, is not charged for their waits either. Where the kernel reports no run
     delays (gVisor's), an interval at whose end any of the program's tasks was running or
     waiting to run counts as the CPU time the container's processes used in it, and one at
-    whose end all of them slept counts whole, unless its stderr pipe was full enough that it
-    may have been waiting for this executor: then it counts whole less the waits for the host's
-    CPU of this executor and the program's tasks in it, which gVisor's kernel counts as their
-    CPU time (so what their counts grew by beyond the whole container's real CPU time, the
-    host's count, was waiting), and no less than the container's CPU time in it. A program
-    that sleeps with its pipe full is charged its sleep: asleep, it does not wait for a CPU, and
-    the executor, with little to drain, hardly does.
+    whose end all of them slept counts whole less the waits for the host's CPU of the program's
+    tasks in it (and of this executor's, if its stderr pipe was full enough that it may have
+    been waiting for it), which gVisor's kernel counts as their CPU time (so what their counts
+    grew by beyond the whole container's real CPU time, the host's count, was waiting), and no
+    less than the container's CPU time in it. Tasks that hand work to each other (a pipe
+    between its processes) show asleep while a woken one waits for the host's CPU. The tasks'
+    waits come off at most the share of the interval in which work outside the container kept
+    the machine's CPUs busy (the host's counts): their waits for one another on the container's
+    own CPU are the program's. A program that sleeps is charged its sleep: asleep, its tasks'
+    counts do not grow, and a sleep with its pipe full is charged too, as the executor, with
+    little to drain, hardly waits.
 
     Waits that the program causes itself (its own processes or threads keeping the CPU busy, a
     lowered priority) are bounded by the CPU time of the container's processes, which `read`
@@ -1662,6 +1709,7 @@ class OwnTime:
         # reading (gVisor's counts, waits for the host's CPU included).
         self.executor = sum(os.times()[:2])
         self.task_seconds: dict[str, float] = {}
+        self.machine = place.machine_seconds()  # the host's CPU time, where it can be read
 
     def read(self, now: float, main: int, stderr_full: bool) -> float | None:
         """The program's time until `now`: its own time, or the CPU time the container's other
@@ -1677,7 +1725,8 @@ class OwnTime:
         # The CPU time the container's other processes used in the interval, at most one CPU's
         # (the container's; only ever more where it counts waits for a CPU: see above). Under
         # gVisor that is the whole container's (see _CpuMark.since).
-        used = min(interval, max(0.0, others - self.others))
+        container = max(0.0, others - self.others)
+        used = min(interval, container)
         self.others, self.one_cpu = others, self.one_cpu + used
         tasks = self.place.program_tasks(main)
         if self.place.run_delays:
@@ -1696,28 +1745,42 @@ class OwnTime:
             self.seconds = max(0.0, self.seconds + interval - waited)
         else:
             executor, self.executor = self.executor, sum(os.times()[:2])
+            busy_elsewhere = self._busy_elsewhere(interval, container)
             stats = {task: _task_stat(task) for task in tasks}
             seconds = {task: task_seconds for task, (_, task_seconds) in stats.items()}
-            grew = (
-                self.executor
-                - executor
-                + sum(
-                    now_seconds - self.task_seconds.get(task, 0.0)
-                    for task, now_seconds in seconds.items()
-                )
+            grew = sum(
+                now_seconds - self.task_seconds.get(task, 0.0)
+                for task, now_seconds in seconds.items()
             )
+            if stderr_full:
+                grew += self.executor - executor
             self.task_seconds = seconds
             if any(state == b"R" for state, _ in stats.values()):
                 self.seconds += used
-            elif stderr_full:
-                # What gVisor's counts of the program's tasks and this executor grew by beyond
-                # the whole container's real CPU time (the host's count) was waiting for the
-                # host's CPU, at least.
-                waited = max(0.0, grew - used)
-                self.seconds += max(used, interval - waited)
             else:
-                self.seconds += interval
+                # Asleep at its end, the program may have slept, or waited for the host's CPU
+                # between hand-offs of its own tasks (a pipe between its processes, a lock between
+                # its threads: a woken task shows asleep until it runs) or, with its stderr full,
+                # of this executor. gVisor's counts of those tasks grew by their waits for the
+                # host's CPU as well as by their CPU time: beyond the whole container's real CPU
+                # time (the host's count) that is waiting, at least. A sleep grows no count.
+                waited = max(0.0, grew - used)
+                if not stderr_full:
+                    # Its tasks' waits for one another (bursts of its own threads sharing the
+                    # container's CPU) are its own: only the host's other work, which kept the
+                    # machine's CPUs busy for this share of the interval, could hold them back.
+                    waited = min(waited, interval * busy_elsewhere)
+                self.seconds += max(used, interval - waited)
         return max(self.seconds, self.one_cpu if self.place.cpu_counts_waits else others)
+
+    def _busy_elsewhere(self, interval: float, container: float) -> float:
+        """The share of the machine's CPUs that work outside the container kept busy in the
+        interval, from the host's counts (0 where they cannot be read)."""
+        machine, self.machine = self.machine, self.place.machine_seconds()
+        if machine is None or self.machine is None or interval <= 0:
+            return 0.0
+        elsewhere = self.machine - machine - container
+        return min(1.0, max(0.0, elsewhere / (interval * self.place.machine_cpus)))
 
 
 class _CpuMark:
