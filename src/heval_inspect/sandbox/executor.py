@@ -1681,10 +1681,10 @@ class OwnTime:
     less than the container's CPU time in it. Tasks that hand work to each other (a pipe
     between its processes) show asleep while a woken one waits for the host's CPU. The tasks'
     waits come off at most the share of the interval in which work outside the container kept
-    the machine's CPUs busy (the host's counts): their waits for one another on the container's
-    own CPU are the program's. A program that sleeps is charged its sleep: asleep, its tasks'
-    counts do not grow, and a sleep with its pipe full is charged too, as the executor, with
-    little to drain, hardly waits.
+    every CPU of the machine busy (at least, from the host's counts): their waits for one
+    another on the container's own CPU are the program's. A program that sleeps is charged its
+    sleep: asleep, its tasks' counts do not grow, and a sleep with its pipe full is charged too,
+    as the executor, with little to drain, hardly waits.
 
     Waits that the program causes itself (its own processes or threads keeping the CPU busy, a
     lowered priority) are bounded by the CPU time of the container's processes, which `read`
@@ -1767,20 +1767,23 @@ class OwnTime:
                 waited = max(0.0, grew - used)
                 if not stderr_full:
                     # Its tasks' waits for one another (bursts of its own threads sharing the
-                    # container's CPU) are its own: only the host's other work, which kept the
-                    # machine's CPUs busy for this share of the interval, could hold them back.
+                    # container's CPU) are its own: only the host's other work, which kept every
+                    # CPU busy for this share of the interval, could hold them back.
                     waited = min(waited, interval * busy_elsewhere)
                 self.seconds += max(used, interval - waited)
         return max(self.seconds, self.one_cpu if self.place.cpu_counts_waits else others)
 
     def _busy_elsewhere(self, interval: float, container: float) -> float:
-        """The share of the machine's CPUs that work outside the container kept busy in the
-        interval, from the host's counts (0 where they cannot be read)."""
+        """The share of the interval in which work outside the container kept every CPU of the
+        machine busy, at least, from the host's counts (0 where they cannot be read): only then
+        could it hold back a task of the program. Outside work that took E CPU-seconds of C
+        CPUs in an interval of T seconds left none of them free for at least E - (C - 1) T."""
         machine, self.machine = self.machine, self.place.machine_seconds()
         if machine is None or self.machine is None or interval <= 0:
             return 0.0
         elsewhere = self.machine - machine - container
-        return min(1.0, max(0.0, elsewhere / (interval * self.place.machine_cpus)))
+        all_busy = elsewhere - (self.place.machine_cpus - 1) * interval
+        return min(1.0, max(0.0, all_busy / interval))
 
 
 class _CpuMark:
