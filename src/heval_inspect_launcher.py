@@ -7,14 +7,36 @@ import sys
 
 
 def main() -> int:
+    # A Ctrl-C during the import is noted as well as raised: code it lands in may swallow it
+    # (a bare `except:`) or turn it into an error of its own with no trace of it (pydantic-core
+    # builds a model's validator in Rust: a SchemaError whose message ends "KeyboardInterrupt").
+    pressed: list[int] = []
+
+    def on_ctrl_c(number: int, frame: object) -> None:
+        pressed.append(number)
+        raise KeyboardInterrupt
+
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN  # started in the background
+    previous = (
+        signal.getsignal(signal.SIGINT) if ignored else signal.signal(signal.SIGINT, on_ctrl_c)
+    )
     try:
         from heval_inspect.cli import main as command
     except BaseException as error:
-        if not _from_ctrl_c(error):
+        if not (pressed or _from_ctrl_c(error)):
             raise
-        print("heval-inspect: interrupted (Ctrl-C) before it started.", file=sys.stderr)
-        return 128 + signal.SIGINT
+        return _interrupted_before_it_started()
+    finally:
+        if not ignored:
+            signal.signal(signal.SIGINT, previous or signal.default_int_handler)
+    if pressed:  # swallowed on the way
+        return _interrupted_before_it_started()
     return command()
+
+
+def _interrupted_before_it_started() -> int:
+    print("heval-inspect: interrupted (Ctrl-C) before it started.", file=sys.stderr)
+    return 128 + signal.SIGINT
 
 
 def _from_ctrl_c(error: BaseException | None) -> bool:
