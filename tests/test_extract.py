@@ -530,3 +530,11 @@ def test_a_restated_function_in_a_block_indented_under_a_list_item_is_read_as_it
     program = program_of(answer, FIX_SPACES)
     assert top_level_names(program) == ["fix_spaces", "re"]
     assert program.startswith(FIX_SPACES + FIX_SPACES_BODY)
+
+
+def test_an_f_string_across_lines_keeps_its_text_when_its_function_is_reindented():
+    # Under every Python: 3.12 and later tokenize an f-string's parts apart.
+    prefix = '\ndef greet(name):\n    """Greet."""\n    text = f"""Hello\n  {name},\n'
+    suffix = '  welcome"""\n    return text\n'
+    code = "def greet(name):\n  text = f\"\"\"Hello\n  {name},\n  welcome\"\"\"\n  return text\n"
+    assert middle_from_chat(f"```python\n{code}```", prefix, suffix) == ""

@@ -85,6 +85,9 @@ BLANK_LINES = re.compile(r"(?:[ \t]*\n)*")
 # Tokens that are not code: what lines hold besides it, and the ends of blocks and of the text.
 LINE_TOKENS = (tokenize.NL, tokenize.COMMENT, tokenize.INDENT)
 NOT_CODE = (*LINE_TOKENS, tokenize.DEDENT, tokenize.ENDMARKER)
+# The tokens that open and close an f-string from Python 3.12 on (before, it is one STRING).
+FSTRING_START = getattr(tokenize, "FSTRING_START", -1)
+FSTRING_END = getattr(tokenize, "FSTRING_END", -1)
 # Names a program reads without defining them that are no one's to define.
 BUILTINS = frozenset(dir(builtins))
 
@@ -515,6 +518,7 @@ def _reindented(text: str, unit: str, new_unit: str) -> str | None:
     lines = text.split("\n")
     statements: set[int] = set()
     in_strings: set[int] = set()
+    f_strings: list[int] = []  # the rows where the f-strings open that are open
     at_start = True
     try:
         for token in _tokens(text):
@@ -526,7 +530,11 @@ def _reindented(text: str, unit: str, new_unit: str) -> str | None:
                 at_start = False
             if token.type == tokenize.STRING:
                 in_strings.update(range(token.start[0], token.end[0]))
-    except (tokenize.TokenError, SyntaxError):
+            elif token.type == FSTRING_START:  # Python 3.12+ tokenizes an f-string's parts
+                f_strings.append(token.start[0])
+            elif token.type == FSTRING_END:
+                in_strings.update(range(f_strings.pop(), token.end[0]))
+    except (tokenize.TokenError, SyntaxError, IndexError):
         return None
     for row, line in enumerate(lines):
         indentation = line[: len(line) - len(line.lstrip(" \t"))]
