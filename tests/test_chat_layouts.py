@@ -31,7 +31,6 @@ def corpus() -> dict[tuple[str, bool], list[dict]]:
 
 
 @pytest.mark.data
-@pytest.mark.slow  # the corpus is chosen among every task's answer in every layout: about a minute
 def test_the_corpus_covers_each_class_on_humaneval_and_every_subset(corpus):
     problems: dict[int, set[str]] = {}
     for (layout, _), tasks in corpus.items():

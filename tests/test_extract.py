@@ -536,5 +536,5 @@ def test_an_f_string_across_lines_keeps_its_text_when_its_function_is_reindented
     # Under every Python: 3.12 and later tokenize an f-string's parts apart.
     prefix = '\ndef greet(name):\n    """Greet."""\n    text = f"""Hello\n  {name},\n'
     suffix = '  welcome"""\n    return text\n'
-    code = "def greet(name):\n  text = f\"\"\"Hello\n  {name},\n  welcome\"\"\"\n  return text\n"
+    code = 'def greet(name):\n  text = f"""Hello\n  {name},\n  welcome"""\n  return text\n'
     assert middle_from_chat(f"```python\n{code}```", prefix, suffix) == ""

@@ -174,7 +174,7 @@ def imports_and_helper_first(function: str, task: Task, right: bool, canonical: 
 
 def renamed_parameters(function: str, task: Task, right: bool, canonical: str) -> str | None:
     renamed = _renamed(function)
-    if renamed is not None and not right and not task.suffix.strip():
+    if renamed is not None and not right and not task.suffix.strip() and task.prefix.endswith("\n"):
         # Wrong: the new names in the header only; the body reads the old ones, unbound.
         renamed = renamed.split("\n", 1)[0] + "\n" + function.split("\n", 1)[1]
     return None if renamed is None else _fenced(renamed)
@@ -220,7 +220,8 @@ class LayoutRow:
     classes: tuple[int, ...]
     # Its code calls a helper of the answer's own (whose wrong version raises).
     calls_helper: bool = False
-    # With no code after the gap, its wrong answers are wrong by the layout itself.
+    # With no code after the gap, and the gap at a line's start, its wrong answers are wrong by
+    # the layout itself. (Elsewhere extraction cannot run a restated function as written.)
     wrong_by_layout: bool = False
 
 
@@ -248,7 +249,7 @@ def layout_answer(layout: str, prefix: str, middle: str, suffix: str, right: boo
         if not (task.line_gap or (not suffix.strip() and prefix.endswith("\n"))):
             return None
         task = Task(prefix, "    " + CALL + middle, suffix)
-    elif not right and not (row.wrong_by_layout and not suffix.strip()):
+    elif not right and not (row.wrong_by_layout and not suffix.strip() and prefix.endswith("\n")):
         task = _wrong(task)
     if task is None or not _parses(task.function):
         return None
@@ -271,12 +272,19 @@ def model_layout(model: str) -> tuple[str, bool] | None:
     return None
 
 
-def spread(records: list[dict], count: int) -> list[dict]:
-    """`count` records spread evenly over the list (over its problems: the files are ordered by
-    problem)."""
-    if len(records) <= count:
-        return records
-    return [records[i * len(records) // count] for i in range(count)]
+def spread(records: list[dict], count: int, applies: Callable[[dict], bool]) -> list[dict]:
+    """Up to `count` of the records that `applies` takes, spread over the list (over its
+    problems: the files are ordered by problem): every n-th record first, then the ones after
+    each of those, and so on, asking `applies` of as few as it can."""
+    stride = max(1, len(records) // count)
+    chosen: list[dict] = []
+    for offset in range(stride):
+        for record in records[offset::stride]:
+            if len(chosen) == count:
+                return sorted(chosen, key=records.index)
+            if applies(record):
+                chosen.append(record)
+    return sorted(chosen, key=records.index)
 
 
 def corpus(
@@ -287,22 +295,22 @@ def corpus(
     chosen = {}
     for layout in LAYOUTS:
         for right in (True, False):
-            records = []
-            for name, file_records in files.items():
-                applies = [
-                    record
-                    for record in file_records
-                    if layout_answer(
-                        layout,
-                        record["prompt"],
-                        record["canonical_solution"],
-                        record.get("suffix", ""),
-                        right,
-                    )
-                    is not None
-                ]
-                records += spread(applies, per_file[name])
-            chosen[layout, right] = records
+
+            def applies(record: dict, layout: str = layout, right: bool = right) -> bool:
+                answer = layout_answer(
+                    layout,
+                    record["prompt"],
+                    record["canonical_solution"],
+                    record.get("suffix", ""),
+                    right,
+                )
+                return answer is not None
+
+            chosen[layout, right] = [
+                record
+                for name, file_records in files.items()
+                for record in spread(file_records, per_file[name], applies)
+            ]
     return chosen
 
 
