@@ -179,37 +179,9 @@ def test_score_interrupted_with_ctrl_c_at_any_moment_says_so_in_one_line(tmp_pat
     assert sandbox_containers() <= before  # the pool was taken down on the way out
 
 
-# The command with a Ctrl-C that lands while a class is made during the package's import, in a
-# descriptor's __set_name__ (pydantic's fields have one): Python 3.11 reraises it as RuntimeError.
-INTERRUPTED_IN_SET_NAME = """
-import sys, types
-import heval_inspect_launcher
-
-class Field:
-    def __set_name__(self, owner, name):
-        raise KeyboardInterrupt
-
-class Finder:
-    def find_spec(self, name, path=None, target=None):
-        if name != "heval_inspect.cli":
-            return None
-        from importlib.machinery import ModuleSpec
-        return ModuleSpec(name, self)
-    def create_module(self, spec):
-        return types.ModuleType(spec.name)
-    def exec_module(self, module):
-        exec("class Model:\\n    field = Field()\\n", {"Field": Field})
-
-sys.meta_path.insert(0, Finder())
-sys.exit(heval_inspect_launcher.main())
-"""
-
-
-# A real Ctrl-C (SIGINT) that lands in code of the package's import which swallows it (a bare
-# `except:`), or turns it into an error of its own with no trace of it (pydantic-core, building a
-# model's validator in Rust, raises a SchemaError that ends "KeyboardInterrupt: "): seen at about
-# 0.6 s into the import, where the command then ran on to the end, or failed with a traceback.
-INTERRUPTED_AND_HIDDEN = """
+# The command, with the package's import (`heval_inspect.cli`) replaced by a module whose
+# execution is EXEC_MODULE's body.
+IMPORTING_THE_COMMAND = """
 import os, signal, sys, types
 import heval_inspect_launcher
 
@@ -222,18 +194,38 @@ class Finder:
     def create_module(self, spec):
         return types.ModuleType(spec.name)
     def exec_module(self, module):
-        caught = None
-        try:
-            os.kill(os.getpid(), signal.SIGINT)
-        except BaseException as error:
-            caught = type(error).__name__
-        if caught and sys.argv[1] == "turned":  # raised where nothing links it to the Ctrl-C
-            raise ValueError(f"{caught}: ")
-        module.main = lambda: print("ran on") or 0
-
+EXEC_MODULE
 sys.meta_path.insert(0, Finder())
 sys.exit(heval_inspect_launcher.main())
 """
+
+
+def importing_the_command(exec_module: str) -> str:
+    return IMPORTING_THE_COMMAND.replace("EXEC_MODULE\n", exec_module)
+
+
+# A Ctrl-C that lands while a class is made during the import, in a descriptor's __set_name__
+# (pydantic's fields have one): Python 3.11 reraises it as RuntimeError.
+INTERRUPTED_IN_SET_NAME = importing_the_command(
+    "        class Field:\n"
+    "            def __set_name__(self, owner, name):\n"
+    "                raise KeyboardInterrupt\n"
+    '        exec("class Model:\\n    field = Field()\\n", {"Field": Field})\n'
+)
+# A real Ctrl-C (SIGINT) that lands in code of the package's import which swallows it (a bare
+# `except:`), or turns it into an error of its own with no trace of it (pydantic-core, building a
+# model's validator in Rust, raises a SchemaError that ends "KeyboardInterrupt: "): seen at about
+# 0.6 s into the import, where the command then ran on to the end, or failed with a traceback.
+INTERRUPTED_AND_HIDDEN = importing_the_command(
+    "        caught = None\n"
+    "        try:\n"
+    "            os.kill(os.getpid(), signal.SIGINT)\n"
+    "        except BaseException as error:\n"
+    "            caught = type(error).__name__\n"
+    '        if caught and sys.argv[1] == "turned":  # nothing links it to the Ctrl-C\n'
+    '            raise ValueError(f"{caught}: ")\n'
+    '        module.main = lambda: print("ran on") or 0\n'
+)
 
 
 @pytest.mark.parametrize("script, argument", [(INTERRUPTED_IN_SET_NAME, ""),

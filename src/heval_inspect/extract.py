@@ -106,16 +106,11 @@ def middle_from_fim(completion: str, stop: tuple[str, ...]) -> str:
     return completion[:cut]
 
 
-def code_in_answer(answer: str, prefix: str = "") -> str:
+def _code_and_other_blocks(answer: str, prefix: str) -> tuple[str, list[str]]:
     """The code a chat answer holds (steps 1 and 2), its last line break left to `reconciled`:
     of its Python blocks, the last that defines the function that holds the gap (the prefix's
     last), else the first that defines no top-level function the prefix does not (another
-    problem's), else the first."""
-    return _code_and_other_blocks(answer, prefix)[0]
-
-
-def _code_and_other_blocks(answer: str, prefix: str) -> tuple[str, list[str]]:
-    """The code a chat answer holds (`code_in_answer`), and its other Python blocks."""
+    problem's), else the first. And its other Python blocks."""
     thought = THINK_BLOCK.sub("", answer)
     if THINK_END in thought:
         thought = thought[thought.rindex(THINK_END) + len(THINK_END) :]
