@@ -11,10 +11,11 @@ at the same moment, a victim runs in another, under runc and under runsc (gVisor
   must get the reference's verdict (pass), as it does when it runs alone. So each container's
   programs must have a kernel user of their own (under runc: a host uid no other container's
   programs have, which the programs read; under runsc each container has a kernel of its own).
-- host-wide kernel tables and surfaces: pseudo-terminals and socket families other than Unix and
-  loopback IP (netlink, packet, AF_ALG, AF_VSOCK, ...) must be refused by the kernel (an
-  OSError) under runc, while Unix, TCP and UDP over IPv4 and IPv6 loopback still work; under
-  runsc they are gVisor's own, and the host's tables must not move.
+- host-wide kernel tables and surfaces: pseudo-terminals and socket families other than Unix,
+  loopback IP and netlink's routing protocol (other netlink protocols, packet, AF_ALG, AF_VSOCK,
+  ...) must be refused by the kernel (an OSError) under runc, while Unix, TCP and UDP over IPv4
+  and IPv6 loopback still work; under runsc they are gVisor's own, and the host's tables must not
+  move.
 - the warden: helpers that try to change its CPU affinity, I/O priority, nice, scheduling policy
   and resource limits at the instant it ends them leave every one of those as it was (or the
   container is replaced).
@@ -220,12 +221,13 @@ def grab():
             notes.append(f'{path} cap')
     return len(held), ', '.join(notes)
 """,
-    # Every family but Unix and IP (netlink with every protocol, packet sockets, AF_ALG,
+    # Every family but Unix and IP (netlink with every protocol but the routing one, which
+    # reaches only the container's own network namespace and is allowed, packet sockets, AF_ALG,
     # AF_VSOCK, ...), in every socket type.
     "socket families": """
 def grab():
     kinds = (socket.SOCK_STREAM, socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_SEQPACKET)
-    tries = [(16, kind, protocol) for protocol in range(32) for kind in kinds[1:3]]
+    tries = [(16, kind, protocol) for protocol in range(1, 32) for kind in kinds[1:3]]
     tries += [(17, kind, 0x0300) for kind in kinds[1:3]]
     tries += [(family, kind, 0) for family in range(3, 46) if family not in (10, 16, 17)
               for kind in kinds]

@@ -145,7 +145,7 @@ def test_each_log_records_its_version_and_provenance(logs, canonical):
     log = logs["infilling"]
     assert log.eval.task_version == 3
     metadata = log.eval.metadata
-    assert metadata["full_task_version"] == "3-A"
+    assert metadata["full_task_version"] == "4-A"
     assert metadata["task_comparability_version"] == 3
     assert metadata["task_interface_version"] == "A"
     provenance = metadata["provenance"]
@@ -158,7 +158,7 @@ def test_each_log_records_its_version_and_provenance(logs, canonical):
         == hashlib.sha256(Path(completion_file["path"]).read_bytes()).hexdigest()
     )
     sandbox = provenance["sandbox"]
-    assert sandbox["kind"] == "pool" and sandbox["image"] == "heval-inspect-sandbox:1"
+    assert sandbox["kind"] == "pool" and sandbox["image"] == "heval-inspect-sandbox:2"
     assert sandbox["image_id"].startswith("sha256:")
     assert sandbox["base_image_id"].startswith("sha256:")
     assert sandbox["executor_sha256"] == hashlib.sha256(EXECUTOR_SOURCE.encode()).hexdigest()
@@ -166,7 +166,7 @@ def test_each_log_records_its_version_and_provenance(logs, canonical):
     assert provenance["limits"]["memory_bytes"] == 1 << 30
     assert provenance["prompt"]["style"] == "chat"
     assert provenance["package"]["name"] == "heval-inspect"
-    assert logs["humaneval"].eval.metadata["full_task_version"] == "3-A"
+    assert logs["humaneval"].eval.metadata["full_task_version"] == "4-A"
     # `inspect log dump` prints it as it is.
     dump = subprocess.run(
         [str(Path(sys.executable).with_name("inspect")), "log", "dump", "--header-only",

@@ -235,9 +235,10 @@ def test_a_log_that_does_not_record_causes_is_refused_with_what_to_do(report_log
 @docker
 @pytest.mark.parametrize("sandbox", ["pool", "docker"])
 def test_a_program_the_out_of_memory_killer_ends_is_a_memory_failure(sandbox, tmp_path):
-    # Two processes of one program whose memory together passes the container's limit, each
-    # within its own address-space limit: the kernel's out-of-memory killer ends the larger, the
-    # program's main process, and the run goes on: the next program passes.
+    # Two processes of one program whose memory together passes the container's limit, under
+    # the largest memory limit (which the container reaches first): the kernel's out-of-memory
+    # killer ends the larger, the program's main process, and the run goes on: the next program
+    # passes.
     problem = load_official(HUMANEVAL)[0]
     hog = (
         "    return True\n"
@@ -257,7 +258,13 @@ def test_a_program_the_out_of_memory_killer_ends_is_a_memory_failure(sandbox, tm
         "".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in answers.items())
     )
     # Touching 1.6 GB of pages takes seconds on a slow machine: time enough for that.
-    task = humaneval(problem_file=str(problems), samples=str(samples), sandbox=sandbox, timeout=10)
+    task = humaneval(
+        problem_file=str(problems),
+        samples=str(samples),
+        sandbox=sandbox,
+        timeout=10,
+        memory_limit=1536,
+    )
     [log] = inspect_eval(task, model="none", log_dir=str(tmp_path / "logs"), display="none",
                          max_samples=1)  # fmt: skip
     assert log.status == "success", log.error
@@ -372,8 +379,8 @@ def _altered(source: str, target: Path, change) -> str:
     [
         (lambda m: m["provenance"]["limits"].update(timeout_seconds=3.0),
          r"their time limits differ \(1 s and 3 s\)"),
-        (lambda m: m.update(task_comparability_version=4, full_task_version="4-A"),
-         r"task comparability versions differ \(3-A and 4-A"),
+        (lambda m: m.update(task_comparability_version=5, full_task_version="5-A"),
+         r"task comparability versions differ \(4-A and 5-A"),
         (lambda m: m["provenance"]["data_files"][0].update(sha256="0" * 64),
          r"problem files' SHA-256 checksums differ"),
     ],
@@ -417,7 +424,7 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     for name in ("canonical (humaneval", "mutant (humaneval", "replayed (humaneval_infilling"):
         assert sum(name in table for table in tables) >= 2, name
         assert all(table.count(name) <= 1 for table in tables), name
-    assert "mutant (humaneval 3-A) minus canonical (humaneval 3-A)" in run.stdout
+    assert "mutant (humaneval 4-A) minus canonical (humaneval 4-A)" in run.stdout
     names = {"report.md", "report.html", "results.csv", "differences.csv", "failures.csv",
              "gaps.csv"}  # fmt: skip
     assert names <= {p.name for p in out.iterdir()}
@@ -456,8 +463,8 @@ def test_identical_runs_stay_apart_in_every_plot(report_logs, tmp_path, monkeypa
     assert lines["canonical"].get_marker() != lines["twin"].get_marker()
     rows = [label.get_text() for label in by_name["failures"].get_yticklabels()]
     assert (
-        "canonical (humaneval 3-A) | humaneval" in rows
-        and "twin (humaneval 3-A) | humaneval" in rows
+        "canonical (humaneval 4-A) | humaneval" in rows
+        and "twin (humaneval 4-A) | humaneval" in rows
     )
     rows = [label.get_text() for label in by_name["differences"].get_yticklabels()]
     assert "twin - canonical | humaneval" in rows and "mutant - canonical | humaneval" in rows
@@ -497,7 +504,7 @@ def test_a_comparison_counts_the_tasks_each_side_left_out(report_logs, tmp_path)
     assert {d.tasks for d in comparison.differences} == {6}
     text = markdown(report)
     assert (
-        "| mutant (humaneval 3-A) | canonical (humaneval 3-A) | 6 (6 problems) | 0 "
+        "| mutant (humaneval 4-A) | canonical (humaneval 4-A) | 6 (6 problems) | 0 "
         "| 2 (2 problems) |" in text
     )
 

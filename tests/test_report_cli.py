@@ -301,11 +301,11 @@ def test_a_run_logged_twice_is_reported_from_its_newest_log_naming_the_other(run
         str(f), header_only=True).eval.created)  # fmt: skip
     report, rows = _results(run_twice, tmp_path / "report")
     assert report.returncode == 0, report.stderr
-    assert {row["run"] for row in rows} == {"reference (humaneval 3-A)"}
+    assert {row["run"] for row in rows} == {"reference (humaneval 4-A)"}
     # One line says which log counts and which is left out, and how to choose another.
     printed = " ".join(report.stdout.split())
     assert (
-        f"note: reference (humaneval 3-A): 2 successful logs of the run: counted the newest, "
+        f"note: reference (humaneval 4-A): 2 successful logs of the run: counted the newest, "
         f"{newer.name} (started " in printed
     )
     assert f"left out {older.name} (started " in printed

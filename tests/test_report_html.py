@@ -76,7 +76,7 @@ def test_the_page_shows_every_table_and_plot_and_loads_nothing(page_file):
             # Drawn: paths (bars, points, lettering), not an empty frame.
             assert plot.locator("path").count() > 20, name
         text = page.locator("body").inner_text()
-        assert "mutant (humaneval 3-A)" in text and "twin (humaneval 3-A)" in text
+        assert "mutant (humaneval 4-A)" in text and "twin (humaneval 4-A)" in text
         assert "wrong answer" in text and "starts and ends mid-line" in text
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         top = ARTIFACTS / "report-tables.png"

@@ -47,7 +47,7 @@ def eval_metadata(
         data_files: Each file the run reads (its problem files, then its completion file).
         sandbox_kind: "pool", "docker" or "local".
         timeout: The time limit of each program (seconds).
-        memory_limit: The address space of each of a program's processes (MiB).
+        memory_limit: The memory a program's processes may hold together (MiB).
         fim: The FIM family the prompts are written for, or None for the chat prompts.
         variant: The tasks' variant (`-T variant`): the original's adds nothing.
     """

@@ -40,7 +40,7 @@ def unit_tests(
     Args:
         timeout: Seconds the program may run, less time spent waiting for a CPU (the
             reference harness's 3 s).
-        memory_limit: MiB of address space for each of the program's processes.
+        memory_limit: MiB of memory the program's processes may hold together (what they touch).
         problem_file: For re-scoring a log (`inspect score`) of a task that ran on a problem
             file of the user's own (-T problem_file): that file, which must be the very one
             the samples were made from. The official files are found without it.

@@ -53,8 +53,8 @@ logger = logging.getLogger(__name__)
 # stop being comparable with earlier runs' (it is the log's `task_version`); the letter X when the
 # task's arguments change in a way that can break a user's command. CHANGELOG.md says what
 # changed. The infilling subsets' tasks share humaneval_infilling's version.
-HUMANEVAL_VERSION = "3-A"
-INFILLING_VERSION = "3-A"
+HUMANEVAL_VERSION = "4-A"
+INFILLING_VERSION = "4-A"
 
 # "pool": a few long-lived hardened containers (fast; see sandbox/pool.py); "docker": Inspect's
 # own sandbox, one compose project per sample. Both use the same compose file. "local": no

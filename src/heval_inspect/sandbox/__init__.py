@@ -20,7 +20,7 @@ EXECUTOR_SOURCE = (SANDBOX_DIR / "executor.py").read_text()
 # kernel that does not report run delays, so it is generous.
 DEFAULT_TIMEOUT = 3.0
 WALL_CLOCK_FACTOR = 10
-# Address space for each process of a program (RLIMIT_AS), in MiB: the reference harness sets none,
+# The memory a program's processes may hold together, in MiB: the reference harness sets none,
 # so a program that needs more fails here only (a deliberate deviation: docs/sandbox.md). It is
 # at most what the container (1,792 MiB in compose.yaml) leaves to programs once the executor's
 # out-of-memory decoy holds its 256 MiB.

