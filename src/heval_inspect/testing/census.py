@@ -2,11 +2,14 @@
 reference worker's.
 
 Each program is a HumanEval problem's prompt completed with its canonical solution put to work in
-one of the ways chat models lay out their answers: in a thread, a thread pool, 64 threads, a
+one of the ways chat models lay out their answers: in a thread, a thread pool, 16 threads, a
 queue, asyncio, a temporary file, numpy, a socket pair, a loopback TCP connection, deep recursion,
-large output, a process pool (which the reference's guard breaks), and more (STYLES). Its wrong
-twin returns a value changed by `_wrong`, and a few more are wrong by time (TIMED). The verdict
-each should get is the reference's, computed by its own command
+large output, a process pool (which the reference's guard breaks), and more (STYLES). Each call of
+the function does that again, and a test calls it up to some 50 times, so each style's work is
+small: far from the time limit, which the reference's four workers would otherwise reach on a busy
+machine (its verdict would then depend on the load). Its wrong twin returns a value changed by
+`_wrong`, and a few more are wrong by time (TIMED). The verdict each should get is the
+reference's, computed by its own command
 (heval_inspect.testing.reference_world.reference_results), not assumed: a style the guard breaks
 (`multiprocessing.Pool`, `subprocess`) fails there, and must fail here.
 """
@@ -37,10 +40,10 @@ STYLES = {
         "    results = list(pool.map(lambda _: {value}, range(8)))\n"
         "return results[0]\n"
     ),
-    "64 threads": (
-        "import threading\nresults = [None] * 64\n"
+    "16 threads": (
+        "import threading\nresults = [None] * 16\n"
         "def work(i):\n    results[i] = {value}\n"
-        "threads = [threading.Thread(target=work, args=(i,)) for i in range(64)]\n"
+        "threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]\n"
         "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\n"
         "return results[0]\n"
     ),
@@ -78,11 +81,11 @@ STYLES = {
         "assert int(np.linalg.matrix_rank(weights)) == 2\nreturn {value}\n"
     ),
     "a timer": (
-        "import time\nstart = time.perf_counter()\ntime.sleep(0.05)\nvalue = {value}\n"
-        "assert time.perf_counter() - start >= 0.05\nreturn value\n"
+        "import time\nstart = time.perf_counter()\ntime.sleep(0.005)\nvalue = {value}\n"
+        "assert time.perf_counter() - start >= 0.005\nreturn value\n"
     ),
-    "200 MiB held a moment": (
-        "block = bytearray(200 << 20)\nvalue = {value}\ndel block\nreturn value\n"
+    "32 MiB held a moment": (
+        "block = bytearray(32 << 20)\nvalue = {value}\ndel block\nreturn value\n"
     ),
     "a socket pair": (
         "import pickle, socket\na, b = socket.socketpair()\nwith a, b:\n"
@@ -105,7 +108,7 @@ STYLES = {
         "def down(n):\n    return 0 if n == 0 else 1 + down(n - 1)\n"
         "assert down(3000) == 3000\nreturn {value}\n"
     ),
-    "large output": "for i in range(100_000):\n    print('line', i)\nreturn {value}\n",
+    "large output": "for i in range(10_000):\n    print('line', i)\nreturn {value}\n",
     "writes to stderr": (
         "import os, sys\nsys.stderr.write('working\\n')\nos.write(2, b'.' * 100_000)\n"
         "return {value}\n"
