@@ -143,10 +143,10 @@ def test_the_infilling_group_clusters_its_error_by_problem(logs):
 
 def test_each_log_records_its_version_and_provenance(logs, canonical):
     log = logs["infilling"]
-    assert log.eval.task_version == 3
+    assert log.eval.task_version == 4
     metadata = log.eval.metadata
     assert metadata["full_task_version"] == "4-A"
-    assert metadata["task_comparability_version"] == 3
+    assert metadata["task_comparability_version"] == 4
     assert metadata["task_interface_version"] == "A"
     provenance = metadata["provenance"]
     problems = [f for f in provenance["data_files"] if f["role"] == "problems"]
