@@ -24,6 +24,7 @@ from heval_inspect.tasks import humaneval
 from heval_inspect.testing.census import census
 from heval_inspect.testing.reference_world import (
     FIRST_USES,
+    Rows,
     found_by_reference,
     probes,
     reference_results,
@@ -159,8 +160,9 @@ def reference(image) -> dict[str, str]:
     return found | cases
 
 
-def ours(programs: dict[str, str], sandbox: str, tmp_path, timeout: float) -> dict[str, str]:
-    problems, samples = write_problems(probes(programs), tmp_path)
+def ours(rows: Rows, sandbox: str, tmp_path, timeout: float = 3.0) -> dict[str, str]:
+    """Each row's verdict in the sandbox, as the reference words it."""
+    problems, samples = write_problems(rows, tmp_path)
     [log] = inspect_eval(
         humaneval(
             problem_file=str(problems), samples=str(samples), sandbox=sandbox, timeout=timeout
@@ -186,7 +188,7 @@ def test_the_executor_loads_what_the_reference_worker_has_loaded(reference):
 @pytest.mark.parametrize("sandbox", ["pool", "docker"])
 def test_a_program_meets_the_reference_workers_world(reference, sandbox, runtime, tmp_path):
     world = found_by_reference(reference["world"])
-    verdicts = ours({"world": world_probe(world)}, sandbox, tmp_path, SWEEP_TIMEOUT)
+    verdicts = ours(probes({"world": world_probe(world)}), sandbox, tmp_path, SWEEP_TIMEOUT)
     assert verdicts == {"world": "passed"}
 
 
@@ -198,7 +200,7 @@ def test_every_standard_module_imports_and_is_first_used_as_in_the_reference(
         name: sweep_probe(modules, uses, found_by_reference(reference[name]))
         for name, (modules, uses) in sweeps().items()
     }
-    verdicts = ours(programs, sandbox, tmp_path, SWEEP_TIMEOUT)
+    verdicts = ours(probes(programs), sandbox, tmp_path, SWEEP_TIMEOUT)
     compared = sum(len(modules) + len(uses) for modules, uses in sweeps().values())
     print(f"{sandbox} {runtime}: {compared} modules and first uses compared")
     assert verdicts == dict.fromkeys(programs, "passed")
@@ -214,7 +216,7 @@ def test_each_class_gets_the_reference_workers_verdict(reference, sandbox, runti
     }, json.dumps(expected, indent=1)
     if runtime == "runsc":
         expected |= GVISOR_KERNEL_LACKS
-    assert ours(cases, sandbox, tmp_path, 3.0) == expected
+    assert ours(probes(cases), sandbox, tmp_path) == expected
 
 
 # Of the census, the programs the docker sandbox runs (a container each, about a second): every
@@ -240,15 +242,7 @@ def test_a_census_of_programs_gets_the_reference_workers_verdicts(
     passed = sum(verdict == "passed" for verdict in census_verdicts.values())
     # The census is what it says: at least 200 programs the reference passes, 200 it does not.
     assert passed >= 200 and len(census_verdicts) - passed >= 200, passed
-    problems, samples = write_problems(rows, tmp_path)
-    [log] = inspect_eval(
-        humaneval(problem_file=str(problems), samples=str(samples), sandbox=sandbox),
-        model="none",
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-    )
-    assert log.status == "success", log.error
-    got = {str(s.id): s.scores["unit_tests"].metadata["verdict"] for s in log.samples}
+    got = ours(rows, sandbox, tmp_path)
     differing = {
         task_id: (got[task_id], verdict)
         for task_id, verdict in expected.items()
