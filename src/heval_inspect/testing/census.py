@@ -2,12 +2,13 @@
 reference worker's.
 
 Each program is a HumanEval problem's prompt completed with its canonical solution put to work in
-one of the ways chat models lay out their answers: in a thread, a thread pool, 16 threads, a
+one of the ways chat models lay out their answers: in a thread, a thread pool, 8 threads, a
 queue, asyncio, a temporary file, numpy, a socket pair, a loopback TCP connection, deep recursion,
 large output, a process pool (which the reference's guard breaks), and more (STYLES). Each call of
-the function does that again, and a test calls it up to some 50 times, so each style's work is
-small: far from the time limit, which the reference's four workers would otherwise reach on a busy
-machine (its verdict would then depend on the load). Its wrong twin returns a value changed by
+the function does that again, and a test calls it up to 100 times (HumanEval/32), so each
+style's work is small: far from the time limit under runc and gVisor alike (measured: at most
+about a third of it; docs/benchmarks.md), which the reference's four workers would otherwise
+reach on a busy machine (its verdict would then depend on the load). Its wrong twin returns a value changed by
 `_wrong`, and a few more are wrong by time (TIMED). The verdict each should get is the
 reference's, computed by its own command
 (heval_inspect.testing.reference_world.reference_results), not assumed: a style the guard breaks
@@ -40,10 +41,10 @@ STYLES = {
         "    results = list(pool.map(lambda _: {value}, range(8)))\n"
         "return results[0]\n"
     ),
-    "16 threads": (
-        "import threading\nresults = [None] * 16\n"
+    "8 threads": (
+        "import threading\nresults = [None] * 8\n"
         "def work(i):\n    results[i] = {value}\n"
-        "threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]\n"
+        "threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]\n"
         "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\n"
         "return results[0]\n"
     ),
@@ -53,7 +54,7 @@ STYLES = {
         "return q.get(timeout=2)\n"
     ),
     "asyncio": (
-        "import asyncio\nasync def main():\n    await asyncio.sleep(0.01)\n"
+        "import asyncio\nasync def main():\n    await asyncio.sleep(0.001)\n"
         "    return await asyncio.to_thread(lambda: {value})\n"
         "return asyncio.run(main())\n"
     ),
@@ -84,8 +85,8 @@ STYLES = {
         "import time\nstart = time.perf_counter()\ntime.sleep(0.005)\nvalue = {value}\n"
         "assert time.perf_counter() - start >= 0.005\nreturn value\n"
     ),
-    "32 MiB held a moment": (
-        "block = bytearray(32 << 20)\nvalue = {value}\ndel block\nreturn value\n"
+    "4 MiB held a moment": (
+        "block = bytearray(4 << 20)\nvalue = {value}\ndel block\nreturn value\n"
     ),
     "a socket pair": (
         "import pickle, socket\na, b = socket.socketpair()\nwith a, b:\n"
