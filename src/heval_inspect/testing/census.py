@@ -8,9 +8,9 @@ large output, a process pool (which the reference's guard breaks), and more (STY
 the function does that again, and a test calls it up to 100 times (HumanEval/32), so each
 style's work is small: far from the time limit under runc and gVisor alike (measured: at most
 about a third of it; docs/benchmarks.md), which the reference's four workers would otherwise
-reach on a busy machine (its verdict would then depend on the load). Its wrong twin returns a value changed by
-`_wrong`, and a few more are wrong by time (TIMED). The verdict each should get is the
-reference's, computed by its own command
+reach on a busy machine (its verdict would then depend on the load). Its wrong twin returns a
+value changed by `_wrong`, and a few more are wrong by time (TIMED). The verdict each should get
+is the reference's, computed by its own command
 (heval_inspect.testing.reference_world.reference_results), not assumed: a style the guard breaks
 (`multiprocessing.Pool`, `subprocess`) fails there, and must fail here.
 """
