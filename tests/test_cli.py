@@ -1,5 +1,6 @@
 """`heval-inspect` as a user meets it: its version, its help, and its errors, each one line."""
 
+import inspect
 import json
 import math
 import os
@@ -17,6 +18,8 @@ from inspect_ai.log import read_eval_log
 
 from heval_inspect.data import HUMANEVAL, load_official
 from heval_inspect.sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, SANDBOX_DIR
+from heval_inspect.score import NOT_TAKEN
+from heval_inspect.tasks import humaneval_infilling
 
 HEVAL_INSPECT = str(Path(sys.executable).with_name("heval-inspect"))
 INSPECT = str(Path(sys.executable).with_name("inspect"))
@@ -436,3 +439,11 @@ def test_score_help_names_the_task_arguments_defaults():
     assert f"timeout={DEFAULT_TIMEOUT:g} seconds" in entries["-T"]
     assert f"memory_limit={DEFAULT_MEMORY_MIB} MiB" in entries["-T"]
     assert "./logs" in entries["--log-dir"]
+    # every argument the tasks take and the command does not refuse, `variant` among them
+    parameters = inspect.signature(humaneval_infilling).parameters.values()
+    named = {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    taken = named - set(NOT_TAKEN)
+    listed = entries["-T"].split(": ", 1)[1].split(" (defaults", 1)[0]
+    assert "variant" in taken
+    assert set(listed.split(", ")) == taken, entries["-T"]
+    assert "variant=original" in entries["-T"]

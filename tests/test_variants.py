@@ -1,10 +1,15 @@
 """Semantics-preserving variants (`-T variant=renamed|reformatted`): built right, on edge cases
 and on every task, run right in the sandbox, and compared with the original in the report."""
 
+import ast
 import asyncio
+import io
+import itertools
 import json
+import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -100,6 +105,21 @@ EDGES = {
         "def check(candidate):\n    assert candidate([1, 2], factor=2) == [4, 2]\n"
         "    assert candidate([3]) == [3]\n",
         "scaled",
+    ),
+    # Prose: only the names of the problem's interface (its function and parameters), only as
+    # whole words; a name only the hidden solution defines (`area`) is English there, and so is
+    # one only the tests define (`parity`, which they keep).
+    "prose": edge(
+        "Edge/prose",
+        "def part_of(n, s, i):\n"
+        '    """Return the area of the triangle of sides n and s, i.e. its n-th part; there\'s\n'
+        "    a check: n's parity, n-1, s and i are used.\n"
+        '    >>> part_of(1, 2, 3)\n    6\n    """\n',
+        "    area = n * s * i\n",
+        "    return area\n",
+        "def parity(x):\n    return x % 2\n\n\n"
+        "def check(candidate):\n    assert parity(candidate(1, 2, 3)) == 0\n",
+        "part_of",
     ),
     # Keyword arguments whose function the text does not name: a class's (its __init__), a
     # method's, one reached through functools.partial, one forwarded with **options.
@@ -225,6 +245,22 @@ def test_renamed_resolves_names_not_text():
     assert f"candidate([1, 2], {new['factor']}=2)" in scopes.record["test"]
 
 
+def test_prose_renames_only_the_interfaces_names_as_whole_words():
+    prose = make_variant(EDGES["prose"], "renamed")
+    new = prose.renames
+    assert set(new) == {"part_of", "n", "s", "i", "area"}
+    assert prose.record["prompt"].splitlines()[1:4] == [
+        f'    """Return the area of the triangle of sides {new["n"]} and {new["s"]}, i.e. its n-th '
+        "part; there's",
+        f"    a check: n's parity, {new['n']}-1, {new['s']} and {new['i']} are used.",
+        f"    >>> {new['part_of']}(1, 2, 3)",
+    ]
+    assert prose.record["canonical_solution"] == (
+        f"    {new['area']} = {new['n']} * {new['s']} * {new['i']}\n"
+    )
+    assert prose.record["test"] == EDGES["prose"]["test"]
+
+
 @pytest.mark.parametrize("name", list(EDGES))
 def test_each_variant_is_the_same_program_with_the_gap_in_place(name):
     original = EDGES[name]
@@ -317,7 +353,9 @@ def test_a_process_that_did_not_build_the_variant_builds_it_again(monkeypatch):
     assert record["entry_point"] != "has_close_elements"
     assert record == {"suffix": "", **make_variant(load_official(HUMANEVAL)[0], "renamed").record}
     with pytest.raises(DataError, match="re-score them with the heval_inspect version"):
-        problem_for("HumanEval/0", {"source": source.replace("renamed-1", "renamed-0")})
+        problem_for(
+            "HumanEval/0", {"source": source.replace(f"renamed-{GENERATOR_VERSION}", "renamed-0")}
+        )
 
 
 def official_files():
@@ -359,6 +397,111 @@ def test_every_task_has_both_variants_with_the_gap_on_the_same_code(subset):
             variant = reformatted.get(part, "")
             assert squeezed(variant) == squeezed(text), (original["task_id"], part)
             assert variant.endswith("\n") == text.endswith("\n")
+
+
+@pytest.mark.data
+@pytest.mark.parametrize(
+    "subset",
+    [pytest.param(s, marks=[pytest.mark.slow] if s in LARGE else []) for s in official_files()],
+)
+def test_prose_changes_only_the_interfaces_names_as_whole_words(subset):
+    """Every word of a docstring's or comment's prose (doctest lines aside) that a variant of a
+    task changes is a name the HumanEval prompt of its problem defines at its top level (a
+    function, a parameter, a class, a module-level name), standing as a word of its own."""
+    interfaces = {r["task_id"]: top_level_names(r["prompt"]) for r in load_official(HUMANEVAL)}
+    changed, wrong = 0, []
+    for original in load_official(official_files()[subset]):
+        interface = interfaces[problem_seed(original["task_id"])]
+        text = "".join(original.get(f, "") for f in ("prompt", "canonical_solution", "suffix"))
+        for variant in ("renamed", "reformatted"):
+            record = make_variant(original, variant).record
+            new = "".join(record.get(f, "") for f in ("prompt", "canonical_solution", "suffix"))
+            old_words, new_words = prose_words(text), prose_words(new)
+            assert len(old_words) == len(new_words), (original["task_id"], variant)
+            for (offset, word), (_, renamed) in zip(old_words, new_words, strict=True):
+                if word == renamed:
+                    continue
+                changed += 1
+                why = (
+                    "not the interface's"
+                    if word not in interface
+                    else part_of_a_word(text, offset, word)
+                )
+                if why:
+                    wrong.append((original["task_id"], variant, word, renamed, why))
+    assert changed > 0
+    assert not wrong, f"{len(wrong)} of {changed} prose words changed wrongly: {wrong[:20]}"
+
+
+def top_level_names(prompt):
+    """The names a HumanEval prompt defines at its top level."""
+    names = set()
+    for node in ast.parse(prompt).body:
+        if isinstance(node, ast.FunctionDef):
+            arguments = node.args
+            every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+            names |= {node.name, *(a.arg for a in every)}
+        elif isinstance(node, ast.ClassDef):
+            names.add(node.name)
+        else:
+            names |= {
+                n.id
+                for n in ast.walk(node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+    return names
+
+
+def prose_words(text):
+    """(offset, word) of each word of the program's docstrings and comments, in order, but
+    those of doctest lines (`>>>`, `...`)."""
+    lines = text.splitlines(keepends=True)
+    starts = list(itertools.accumulate((len(line) for line in lines), initial=0))
+
+    def offset(line, byte_column):
+        return starts[line - 1] + len(lines[line - 1].encode()[:byte_column].decode())
+
+    spans = []
+    for node in ast.walk(ast.parse(text)):
+        body = getattr(node, "body", None)
+        if not (isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef) and body):
+            continue
+        first = body[0]
+        value = first.value if isinstance(first, ast.Expr) else None
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            spans.append(
+                (offset(first.lineno, first.col_offset),
+                 offset(first.end_lineno, first.end_col_offset))
+            )  # fmt: skip
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            start = starts[token.start[0] - 1] + token.start[1]
+            spans.append((start, start + len(token.string)))
+    words = []
+    for start, end in sorted(spans):
+        for found in re.finditer(r"\w+", text[start:end]):
+            at = start + found.start()
+            line = text[text.rfind("\n", 0, at) + 1 : at].lstrip()
+            if not line.startswith((">>>", "...")):
+                words.append((at, found.group()))
+    return words
+
+
+def part_of_a_word(text, offset, word):
+    """What longer word of prose text[offset:] + word is part of, if any."""
+    start, end = offset, offset + len(word)
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    before, after = text[start:offset], text[offset + len(word) : end]
+    if re.search(r"[^\W\d_]['’]$", before) or re.match(r"['’][^\W\d_]", after):
+        return "a contraction or possessive"
+    if re.search(r"\w-$", before) or re.match(r"-[^\W\d_]", after):
+        return "a hyphenated word"
+    if re.match(r"\.[^\W\d_]{1,3}\.", after) or before.endswith("."):
+        return "an abbreviation or a dotted name"
+    return None
 
 
 def cuts_a_name(record, part):

@@ -16,7 +16,7 @@ from .host import usable_cores
 from .inspect_internals import PrerequisiteError
 from .parallel import run_parallel
 from .sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
-from .score import SAMPLES_PER_LOG, score_completions
+from .score import SAMPLES_PER_LOG, TAKEN, score_completions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,11 +177,11 @@ def _add_score(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a task argument, as for inspect eval: subsets, partial, k, timeout, memory_limit, "
-        "problem_file, data_dir, shard (defaults, the task's: humaneval_infilling's every subset, "
-        f"partial=false, k=1, timeout={DEFAULT_TIMEOUT:g} seconds, "
-        f"memory_limit={DEFAULT_MEMORY_MIB} MiB, the official problems from $HEVAL_DATA_DIR or "
-        "else the download cache, the whole run)",
+        help=f"a task argument, as for inspect eval: {', '.join(TAKEN)} (defaults, the task's: "
+        "humaneval_infilling's every subset, partial=false, k=1, "
+        f"timeout={DEFAULT_TIMEOUT:g} seconds, memory_limit={DEFAULT_MEMORY_MIB} MiB, the "
+        "official problems from $HEVAL_DATA_DIR or else the download cache, the whole run, "
+        "variant=original)",
     )
     score.add_argument(
         "--log-dir",

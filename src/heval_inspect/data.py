@@ -125,7 +125,7 @@ class ProblemFile:
     @property
     def source(self) -> str:
         """What its samples point at: the file's name and the start of its SHA-256, and the
-        variant ("#renamed-1") if its records are one."""
+        variant ("#renamed-2") if its records are one."""
         source = f"{self.path.name}@{self.sha256[:12]}"
         return f"{source}#{self.variant.tag}" if self.variant.tag else source
 
@@ -358,7 +358,7 @@ def problem_for(task_id: str, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _load(source: str) -> None:
     """Load the problems a sample's `source` names: an official file (see _load_official), or a
-    variant ("...#renamed-1") of a file loaded or official, built again."""
+    variant ("...#renamed-2") of a file loaded or official, built again."""
     file_source, _, variant = source.partition("#")
     if not any(each == file_source for each, _ in _REMEMBERED):
         _load_official(file_source)

@@ -60,7 +60,7 @@ class VariantId:
 
     @property
     def tag(self) -> str:
-        """How a sample's source names it: "renamed-1"; "" for the original."""
+        """How a sample's source names it: "renamed-2"; "" for the original."""
         return "" if self.name == ORIGINAL else f"{self.name}-{self.version}"
 
     def metadata(self) -> dict[str, Any]:

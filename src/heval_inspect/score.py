@@ -37,6 +37,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ from .schema import MIDDLE, PASSED, RUN_KEY, SCORER, TASK_PREFIX, EvalMetadata, 
 from .scorer import score_middle
 from .shard import Shard, parse_shard
 from .solvers import replayed
-from .tasks import TASKS, TaskSettings, problem_of, settings_of
+from .tasks import TASKS, TaskArguments, TaskSettings, problem_of, settings_of
 
 # Arguments that choose how answers are made or run, which this command does not: it replays
 # the completion file in the pool sandbox.
@@ -75,6 +76,8 @@ NOT_TAKEN = {
     "fim_format": "no model is asked",
     "sandbox": "programs run in the pool sandbox; use `inspect eval -T samples=...` for others",
 }
+# The -T arguments it takes: humaneval_infilling's own, then those every task takes.
+TAKEN = ["subsets"] + [each.name for each in fields(TaskArguments) if each.name not in NOT_TAKEN]
 # Inspect's writer compares each new sample with those it holds, and each move of them into its
 # working copy of the log with every sample so far; moving them sqrt(n) at a time (at least
 # WRITE_SAMPLES) keeps both to about sqrt(n) per sample. Copying the working copy to the log file

@@ -37,6 +37,7 @@ import io
 import itertools
 import keyword
 import random
+import re
 import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from .schema import ORIGINAL, ORIGINAL_VARIANT, VariantId
 VARIANTS = (ORIGINAL, "renamed", "reformatted")
 # Goes up whenever a variant's text for some task changes: logs record it (and sources name it)
 # so that a log is re-scored against the very variant its answers were written for.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 # Names that say nothing of what a value is or does; a problem defines at most a few dozen names.
 _WORDS = """
@@ -661,19 +662,23 @@ def _renaming(
 
 
 def _prose_edits(program: str, problem_end: int, renames: dict[str, str]) -> list[_Edit]:
-    """The problem's names in its docstrings and comments: in doctest examples (`>>>` and
-    `...` lines) every one, in prose all but the English one-letter words; never a word after a
-    dot (an attribute)."""
+    """The problem's names in its docstrings and comments. In doctest examples (`>>>` and `...`
+    lines, which are code) every renamed name; in prose only the names of the problem's interface
+    (`_interface_names`: a word the hidden solution or the tests use as a name is English there,
+    "the area of the triangle"), and only as whole words (`_whole_word`), never the English
+    one-letter words; never a word after a dot (an attribute)."""
     source = _Source(program)
+    tree = ast.parse(program)
     spans = [
         (source.of_node(each.lineno, each.col_offset),
          source.of_node(each.end_lineno or 0, each.end_col_offset or 0))
-        for each in _docstrings(ast.parse(program))
+        for each in _docstrings(tree)
     ]  # fmt: skip
     for token in _tokens(program):
         if token.type == tokenize.COMMENT:
             start = source.of_token(token.start)
             spans.append((start, start + len(token.string)))
+    interface = _interface_names(program[:problem_end])
     edits = []
     for start, end in spans:
         if end > problem_end:
@@ -683,9 +688,89 @@ def _prose_edits(program: str, problem_end: int, renames: dict[str, str]) -> lis
                 continue
             line_start = program.rfind("\n", 0, offset) + 1
             example = program[line_start:offset].lstrip().startswith((">>>", "..."))
-            if example or word not in ENGLISH_ONE_LETTER_WORDS:
+            if example or (
+                word in interface
+                and word not in ENGLISH_ONE_LETTER_WORDS
+                and _whole_word(program, offset, offset + len(word))
+            ):
                 edits.append(_Edit(offset, offset + len(word), renames[word]))
     return edits
+
+
+def _interface_names(text: str) -> set[str]:
+    """The names a problem's program defines at its top level: its functions and classes, the
+    parameters of those functions and of the classes' methods, and its module-level names. That
+    is what a HumanEval prompt shows (its hidden solution is the body of its last function, and
+    no canonical solution adds a top-level statement), the same for every task of the problem."""
+    names: set[str] = set()
+
+    def top_level(statements: list[ast.stmt], in_class: bool) -> None:
+        for statement in statements:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(statement.name)
+                arguments = statement.args
+                names.update(
+                    each.arg
+                    for each in (
+                        *arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                        arguments.vararg, arguments.kwarg,
+                    )
+                    if each is not None
+                )  # fmt: skip
+            elif isinstance(statement, ast.ClassDef):
+                names.add(statement.name)
+                top_level(statement.body, in_class=True)
+            elif not in_class:
+                names.update(_bound_here(statement))
+                for block in ("body", "orelse", "finalbody"):
+                    top_level(getattr(statement, block, []), in_class)
+                for handler in getattr(statement, "handlers", []):
+                    top_level(handler.body, in_class)
+
+    top_level(ast.parse(text).body, in_class=False)
+    return names
+
+
+def _bound_here(statement: ast.stmt) -> set[str]:
+    """The names a statement binds in its own scope (not in the functions, lambdas and
+    comprehensions it holds; a compound statement's blocks are the caller's to walk)."""
+    found: set[str] = set()
+    pending: list[ast.AST] = [
+        child
+        for name, child in ast.iter_fields(statement)
+        if name not in ("body", "orelse", "finalbody", "handlers")
+        for child in (child if isinstance(child, list) else [child])
+        if isinstance(child, ast.AST)
+    ]
+    while pending:
+        node = pending.pop()
+        if isinstance(
+            node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+        ):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+# Quote marks that join a contraction or a possessive ("there's", "n's").
+_APOSTROPHES = "'\u2019"
+# An abbreviation with dots: "i.e.", "e.g.", "a.k.a.".
+_ABBREVIATION = re.compile(r"[^\W\d_]{1,3}\.[^\W\d_]{1,3}\.")
+
+
+def _whole_word(text: str, start: int, end: int) -> bool:
+    """Whether text[start:end] stands as a word of its own in prose: not part of a contraction
+    or possessive ("there's", "n's"), an abbreviation ("i.e."), or a hyphenated word ("n-th",
+    "x-coordinate"; a hyphen before a digit is a minus: "n-1")."""
+    before, before2 = text[start - 1 : start], text[max(0, start - 2) : max(0, start - 1)]
+    after, after2 = text[end : end + 1], text[end + 1 : end + 2]
+    if before in _APOSTROPHES and before2.isalpha() or after in _APOSTROPHES and after2.isalpha():
+        return False
+    if before == "-" and before2.isalnum() or after == "-" and after2.isalpha():
+        return False
+    return not _ABBREVIATION.match(text, start)
 
 
 def _docstrings(tree: ast.AST) -> list[ast.Expr]:
