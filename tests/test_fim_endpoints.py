@@ -4,6 +4,7 @@ runs and logs, real scoring in the sandbox. The fakes follow each endpoint's pub
 refuse what the real ones refuse.
 """
 
+import asyncio
 import os
 import re
 import shlex
@@ -16,16 +17,18 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai import task_with
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import GenerateConfig, Model, get_model
+from inspect_ai.model import GenerateConfig, Model, RetryDecision, get_model
 
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.errors import EndpointError
-from heval_inspect.fim_endpoints import DEFAULT_MAX_TOKENS, FimRequest
+from heval_inspect.fim_endpoints import DEFAULT_MAX_TOKENS, FimRequest, ServerError
+from heval_inspect.inspect_internals import MODEL_INFO_LOOKUP_API_KEY
 from heval_inspect.suffix_solvers import infill_suffix
 from heval_inspect.tasks import TASKS, humaneval, humaneval_infilling
 from heval_inspect.testing.fim_endpoints import (
     PROTOCOLS,
     ROUTES,
+    SERVER_ERROR_MESSAGE,
     STYLES,
     FakeModel,
     FimEndpointFake,
@@ -168,8 +171,12 @@ def model_generate(model, request: FimRequest):
 ONE_RECORD = [{"task_id": "t", "prompt": "a = ", "suffix": "\n", "canonical_solution": "1"}]
 
 
-def refusal(protocol, monkeypatch, models=None, model="perfect", key=KEY, **environment):
-    with FimEndpointFake(protocol, ONE_RECORD, models or {"perfect": FakeModel()}, KEY) as fake:
+def refusal(
+    protocol, monkeypatch, models=None, model="perfect", key=KEY, fault=None, **environment
+):
+    with FimEndpointFake(
+        protocol, ONE_RECORD, models or {"perfect": FakeModel()}, KEY, fault=fault
+    ) as fake:
         use_fake(monkeypatch, fake)
         monkeypatch.setenv(f"{PROVIDERS[protocol][1]}_API_KEY", key)
         for name, value in environment.items():
@@ -436,3 +443,82 @@ def test_a_perfect_model_scores_1_on_40_tasks_of_every_subset_per_family(monkeyp
               f"tokens in {usage.input_tokens} out {usage.output_tokens}")  # fmt: skip
         assert log.status == "success" and len(log.samples) == 40
         assert score == 1.0
+
+
+# -- what the services really answer, and faults ------------------------------------------------
+
+
+def test_a_provider_built_for_inspects_model_lookup_sends_nothing(monkeypatch):
+    # Inspect builds a provider with a placeholder key only to look its model up; a keyless
+    # server would run real generations for it, a keyed one see a bogus key.
+    with FimEndpointFake("ollama", ONE_RECORD) as fake:
+        monkeypatch.setenv("OLLAMA_FIM_BASE_URL", fake.url)
+        monkeypatch.delenv("OLLAMA_FIM_API_KEY", raising=False)
+        get_model("ollama-fim/perfect", api_key=MODEL_INFO_LOOKUP_API_KEY, memoize=False)
+        assert fake.requests == []
+        # The real ones probe once per run (a suffix and none), however many Inspect makes.
+        for _ in range(3):
+            get_model("ollama-fim/perfect", memoize=False)
+        assert len(fake.requests) == 2
+
+
+def ask(protocol: str, monkeypatch, fake: FimEndpointFake, max_tokens: int):
+    """One generation of ONE_RECORD's gap through the provider, as a sample asks it."""
+    use_fake(monkeypatch, fake)
+    model = fresh_model(model_name(protocol, "perfect"))
+    request = FimRequest(prefix=ONE_RECORD[0]["prompt"], suffix=ONE_RECORD[0]["suffix"])
+    return asyncio.run(model.generate([request.as_message()], config=GenerateConfig(
+        max_tokens=max_tokens, max_retries=0)))  # fmt: skip
+
+
+LONG = [{"task_id": "t", "prompt": "a = ", "suffix": "\n", "canonical_solution": "1 + 2 + 3 + 4"}]
+
+
+@pytest.mark.parametrize("fields", ["current", "older"])
+def test_llama_cpp_says_why_it_stopped_in_current_and_older_fields(fields, monkeypatch):
+    with FimEndpointFake("llama_cpp", LONG, key=KEY, fields=fields) as fake:
+        whole = ask("llama_cpp", monkeypatch, fake, 100)
+        cut = ask("llama_cpp", monkeypatch, fake, 2)
+    assert (whole.completion, whole.stop_reason) == ("1 + 2 + 3 + 4", "stop")
+    assert cut.stop_reason == "max_tokens" and cut.completion == "1 "
+    assert whole.usage is not None and whole.usage.output_tokens > 0
+
+
+def test_an_ollama_server_that_streams_is_read_whole(monkeypatch):
+    with FimEndpointFake("ollama", LONG, key=KEY, streams=True) as fake:
+        output = ask("ollama", monkeypatch, fake, 100)
+    assert (output.completion, output.stop_reason) == ("1 + 2 + 3 + 4", "stop")
+    assert output.usage is not None and output.usage.input_tokens > 0
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_answer_that_is_not_json_says_which_server_sent_it(protocol, monkeypatch):
+    message = refusal(protocol, monkeypatch, fault="malformed")
+    assert "is not the JSON its API documents" in message and ROUTES[protocol] in message
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_server_error_says_the_servers_words_and_is_retried(protocol, monkeypatch):
+    with FimEndpointFake(
+        protocol, ONE_RECORD, key=KEY, fault="server_error", fault_after=2
+    ) as fake:
+        use_fake(monkeypatch, fake)
+        model = fresh_model(model_name(protocol, "perfect"))
+        request = FimRequest(prefix="a = ", suffix="\n")
+        with pytest.raises(ServerError) as raised:
+            asyncio.run(model.api.generate([request.as_message()], [], "none", GenerateConfig()))
+    message = str(raised.value)
+    assert SERVER_ERROR_MESSAGE in message and "500" in message and ROUTES[protocol] in message
+    assert model.api.should_retry(raised.value) == RetryDecision.transient()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_key_refused_mid_run_ends_the_sample_with_one_line(protocol, monkeypatch):
+    with FimEndpointFake(protocol, ONE_RECORD, key=KEY, fault="key_refused", fault_after=2) as fake:
+        use_fake(monkeypatch, fake)
+        model = fresh_model(model_name(protocol, "perfect"))
+        request = FimRequest(prefix="a = ", suffix="\n")
+        with pytest.raises(EndpointError) as raised:
+            asyncio.run(model.api.generate([request.as_message()], [], "none", GenerateConfig()))
+    message = str(raised.value)
+    assert "\n" not in message and "401" in message and "the key was refused" in message

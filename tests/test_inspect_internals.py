@@ -23,6 +23,7 @@ from heval_inspect import humaneval, humaneval_single_line_infilling, reference
 from heval_inspect.data import SUBSETS, load_official
 from heval_inspect.errors import DataError, TaskArgumentError
 from heval_inspect.inspect_internals import (
+    MODEL_INFO_LOOKUP_API_KEY,
     EvalRecorder,
     LocalSandboxEnvironment,
     PrerequisiteError,
@@ -114,3 +115,14 @@ def test_the_parsed_k_and_fim_format_are_recorded_in_the_log_as_given(tmp_path, 
     [metric] = log.eval.metrics
     assert (metric.name, metric.options["k"]) == ("heval_inspect/humaneval_metrics", ["1", "2"])
     assert log.results.scores[0].metrics["pass@2"].value == 1.0
+
+
+def test_the_lookup_placeholder_is_the_key_inspect_builds_a_provider_with_to_look_it_up():
+    # Inspect's model lookup makes a provider with this key (get_model(..., api_key=...)); a
+    # provider of ours built with it sends nothing (test_fim_endpoints.py).
+    _model_info = pytest.importorskip("inspect_ai.model._model_info")
+    if not hasattr(_model_info, "MODEL_INFO_LOOKUP_API_KEY"):
+        pytest.skip("this Inspect builds no provider only to look a model up")
+    source = Path(_model_info.__file__).read_text(encoding="utf-8")
+    assert "api_key=MODEL_INFO_LOOKUP_API_KEY" in source
+    assert _model_info.MODEL_INFO_LOOKUP_API_KEY == MODEL_INFO_LOOKUP_API_KEY

@@ -13,11 +13,21 @@ protocol, registered with Inspect (Inspect finds them through the package's entr
 
 The prefix and suffix reach the provider as a typed `FimRequest` in the user message's metadata
 (the solver `infill_suffix` puts it there): the provider sends them as they are. Before the first
-sample, each provider sends one small probe with a suffix and one without (`-M probe=false`
-skips it): a wrong key, a model the server does not have, an endpoint that refuses a suffix, or
-one that ignores it (the same prompt tokens with and without it) stops the run with one line.
+sample, each provider sends one small probe with a suffix and one without, once per process and
+server (`-M probe=false` skips it): a wrong key, a model the server does not have, an endpoint
+that refuses a suffix, or one that ignores it (the same prompt tokens with and without it) stops
+the run with one line. A provider Inspect builds only to look its model up (with Inspect's
+placeholder key) sends nothing.
+
+Every error names the provider, the endpoint, the status and the server's own words: a refusal
+(4xx other than 408 and 429) ends the sample as an EndpointError saying what to check; a server
+error (5xx, 408, 429) or an answer that is not the JSON the API documents is a ServerError, which
+Inspect retries. Each protocol reads its service's current response fields and the older ones
+where servers still send them (llama.cpp's `stop_type` and its `stopped_*` flags; Ollama's
+streamed JSON lines, should a server stream whatever the request says).
 """
 
+import json
 import os
 import time
 from abc import abstractmethod
@@ -42,6 +52,7 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import EndpointError
+from .inspect_internals import MODEL_INFO_LOOKUP_API_KEY
 from .prompts import GAP
 
 # Where the solver puts the FimRequest in the user message's metadata.
@@ -52,6 +63,19 @@ DEFAULT_MAX_TOKENS = 1024
 # A probe whose suffix has more tokens than any tokenizer could make of nothing.
 PROBE = ("def add(a, b):\n    return ", "\n\n\nassert add(1, 2) == 3, 'add(1, 2) should be 3'\n")
 HTTP_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+# The servers this process has probed (URL, key, model): one probe per run, not one per model
+# object Inspect makes.
+_PROBED: set[tuple[str, str | None, str]] = set()
+
+
+class ServerError(Exception):
+    """A server's failure that a retry may mend: a 5xx or 429 answer, or an answer that is not
+    the JSON its API documents. Its message names the provider, the endpoint, the status and
+    the server's own words, so that it says what went wrong when the retries run out."""
+
+    def __init__(self, message: str, status: int, retry_after: float | None = None):
+        super().__init__(message)
+        self.status, self.retry_after = status, retry_after
 
 
 class FimRequest(BaseModel):
@@ -124,6 +148,11 @@ class SuffixFimAPI(ModelAPI):
         probe: bool = True,
         **model_args: Any,
     ) -> None:
+        # Inspect builds a provider with this placeholder only to look its model up: such a
+        # provider sends nothing (not the placeholder as a key, not the probe).
+        lookup = api_key == MODEL_INFO_LOOKUP_API_KEY
+        if lookup:
+            api_key = None
         if model_args:
             raise EndpointError(
                 f"{self.name} takes no model argument {', '.join(sorted(model_args))} (only "
@@ -142,14 +171,16 @@ class SuffixFimAPI(ModelAPI):
         self.api_key = self.api_key or next(
             (os.environ[var] for var in key_vars if os.environ.get(var)), None
         )
-        if self.key_required and not self.api_key:
+        if self.key_required and not self.api_key and not lookup:
             raise EndpointError(
                 f"{self.name}/{model_name}: set {key_vars[0]} to your API key (or to any "
                 f"value, e.g. none, for a server that takes no key)."
             )
         self.client = httpx.AsyncClient(timeout=HTTP_TIMEOUT)
-        if probe:
+        probed = (self.url, self.api_key, self.served_model)
+        if probe and not lookup and probed not in _PROBED:
             self.probe()
+            _PROBED.add(probed)
 
     def environment(self, model_name: str) -> tuple[str, list[str]]:
         """The variables of the base URL and of the key (the first is the one to set)."""
@@ -201,13 +232,11 @@ class SuffixFimAPI(ModelAPI):
         response = await self.client.post(self.url, json=body, headers=self.headers())
         elapsed = time.monotonic() - started
         if response.status_code >= 400:
-            call = ModelCall.create(body, {"status": response.status_code, "body": response.text})
-            call.error, call.time = True, elapsed
             if retryable(response.status_code):
-                response.raise_for_status()  # Inspect retries it (should_retry)
-            return self.refusal(response), call
-        data = response.json()
-        answer = self.answer(data)
+                raise self.failure(response)  # Inspect retries it (should_retry)
+            # Not to be retried, and no sample can get further: the run stops, in one line.
+            raise self.refusal(response)
+        data, answer = self.read(response)
         output = ModelOutput(
             model=self.model_name,
             choices=[
@@ -223,7 +252,39 @@ class SuffixFimAPI(ModelAPI):
         )
         return output, ModelCall.create(body, data, time=elapsed)
 
+    def read(self, response: httpx.Response) -> tuple[Any, Answer]:
+        """The answer's JSON and what it says; a ServerError if it is not the JSON the API
+        documents (a proxy's error page, a cut connection, another API)."""
+        try:
+            data = json.loads(self.body_text(response))
+            return data, self.answer(data)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
+            raise ServerError(
+                f"{self.name}/{self.model_name}: {self.url} answered {response.status_code} with "
+                f"a body that is not the JSON its API documents ({type(error).__name__}: "
+                f"{_one_line(str(error))}; it began: {_one_line(response.text)[:120]!r}): "
+                f"check that {self.base_url} is the service's URL.",
+                response.status_code,
+            ) from None
+
+    def body_text(self, response: httpx.Response) -> str:
+        """The answer's JSON text (a protocol that may stream says how to join it)."""
+        return response.text
+
+    def failure(self, response: httpx.Response) -> ServerError:
+        """A retryable error answer, in words that say what went wrong."""
+        return ServerError(
+            f"{self.name}/{self.model_name}: {self.url} failed ({response.status_code}: "
+            f"{server_message(response)}); the run retries it, and stops if it persists.",
+            response.status_code,
+            _seconds(response.headers.get("retry-after")),
+        )
+
     def should_retry(self, ex: Exception) -> bool | RetryDecision:
+        if isinstance(ex, ServerError):
+            if ex.status == 429:
+                return RetryDecision.rate_limit(retry_after=ex.retry_after)
+            return RetryDecision.transient(retry_after=ex.retry_after)
         if isinstance(ex, httpx.HTTPStatusError):
             status = ex.response.status_code
             retry_after = _seconds(ex.response.headers.get("retry-after"))
@@ -273,7 +334,10 @@ class SuffixFimAPI(ModelAPI):
                     return
                 if response.status_code >= 400:
                     raise self.refusal(response)
-                counts.append(self.answer(response.json()).input_tokens)
+                try:
+                    counts.append(self.read(response)[1].input_tokens)
+                except ServerError as error:
+                    raise EndpointError(str(error)) from None
         with_suffix, without = counts
         if with_suffix is not None and without is not None and with_suffix <= without:
             raise EndpointError(
@@ -288,6 +352,10 @@ def retryable(status: int) -> bool:
     return status in (408, 429) or (status >= 500 and status != 501)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def server_message(response: httpx.Response) -> str:
     """The server's own words for an error, on one line."""
     try:
@@ -299,7 +367,7 @@ def server_message(response: httpx.Response) -> str:
         if isinstance(error, dict):
             error = error.get("message", error)
         text = error if isinstance(error, str) else str(error)
-    return " ".join(text.split())[:300] or response.reason_phrase
+    return _one_line(text)[:300] or response.reason_phrase
 
 
 def _seconds(value: str | None) -> float | None:
@@ -309,11 +377,16 @@ def _seconds(value: str | None) -> float | None:
         return None
 
 
+# The services' words for why a completion ended: OpenAI's and DeepSeek's finish_reason (stop,
+# length), Mistral's (also model_length: the model's context), Ollama's done_reason, llama.cpp's
+# stop_type (eos, word: a stop string; limit; none).
 STOP_REASONS: dict[str, StopReason] = {
     "stop": "stop",
     "eos": "stop",
+    "word": "stop",
     "length": "max_tokens",
     "limit": "max_tokens",
+    "model_length": "model_length",
 }
 
 
@@ -437,9 +510,18 @@ class OllamaFimAPI(SuffixFimAPI):
             "stream": False,
         }
 
+    def body_text(self, response: httpx.Response) -> str:
+        """Ollama streams JSON lines unless told not to (a proxy may drop `stream`): the lines'
+        `response` pieces joined, with the last line's counts and reason, as one object."""
+        lines = [line for line in response.text.splitlines() if line.strip()]
+        if len(lines) < 2:
+            return response.text
+        parts = [json.loads(line) for line in lines]
+        return json.dumps(parts[-1] | {"response": "".join(p.get("response", "") for p in parts)})
+
     def answer(self, response: dict[str, Any]) -> Answer:
         return Answer(
-            text=response.get("response") or "",
+            text=response["response"] or "",
             stop_reason=_stop_reason(response.get("done_reason")),
             input_tokens=response.get("prompt_eval_count"),
             output_tokens=response.get("eval_count"),
@@ -464,10 +546,15 @@ class LlamaCppFimAPI(SuffixFimAPI):
         }
 
     def answer(self, response: dict[str, Any]) -> Answer:
-        stopped = "limit" if response.get("stopped_limit") else "stop"
+        # Current servers say why in `stop_type` (none, eos, limit, word); older ones in three
+        # flags, of which `stopped_limit` is the token limit.
+        stopped = response.get("stop_type")
+        if stopped is None:
+            stopped = "limit" if response.get("stopped_limit") else "stop"
+        timings = response.get("timings") or {}
         return Answer(
-            text=response.get("content") or "",
+            text=response["content"] or "",
             stop_reason=_stop_reason(stopped),
-            input_tokens=response.get("tokens_evaluated"),
-            output_tokens=response.get("tokens_predicted"),
+            input_tokens=response.get("tokens_evaluated", timings.get("prompt_n")),
+            output_tokens=response.get("tokens_predicted", timings.get("predicted_n")),
         )

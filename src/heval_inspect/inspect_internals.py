@@ -24,6 +24,9 @@ fails loudly when either of these stops behaving as relied on here.
   entry: for a sample of a few KB, starting those threads costs about 0.8 ms of CPU, against
   0.04 ms in one thread (docs/benchmarks.md). The log reads the same either way (a zstd frame is
   a zstd frame).
+- MODEL_INFO_LOOKUP_API_KEY: the placeholder key Inspect builds a provider with only to look up
+  the model's information (its name canonicalised); Inspect says providers must not send it. A
+  provider built with it sends nothing (fim_endpoints.py). Older Inspect has no such lookup.
 - `_repr_params_`: what Inspect records in a log of a solver's or a metric's argument that is
   not a plain value: the value of its `_repr_params_()`, a method Inspect looks for by name. The
   tasks hand the FIM solver and the metric the arguments they parsed, a prompts.FimFormat and
@@ -55,6 +58,14 @@ from inspect_ai.util._sandbox.local import (
     LocalSandboxEnvironment,
 )
 
+try:
+    from inspect_ai.model._model_info import (
+        # inspect-evals-lint: ignore[private_api_imports] -- not exported; tested
+        MODEL_INFO_LOOKUP_API_KEY,
+    )
+except ImportError:  # an Inspect that builds no provider for a lookup
+    MODEL_INFO_LOOKUP_API_KEY = "__model_info_lookup__"
+
 
 def log_compression_in_one_thread() -> None:
     """Have this process's .eval writer compress each log entry in the calling thread: for the
@@ -77,6 +88,7 @@ __all__ = [
     "Chain",
     "EvalRecorder",
     "LocalSandboxEnvironment",
+    "MODEL_INFO_LOOKUP_API_KEY",
     "PrerequisiteError",
     "log_compression_in_one_thread",
     "open_log_file",

@@ -16,6 +16,14 @@ family does, so the two paths can be compared on the same middles.
 | openai | POST /v1/completions | https://platform.openai.com/docs/api-reference/completions/create |
 | ollama | POST /api/generate | https://github.com/ollama/ollama/blob/main/docs/api.md |
 | llama_cpp | POST /infill | llama.cpp tools/server/README.md, POST /infill |
+
+`fields="older"` answers in the fields servers of an earlier release sent where they differ:
+llama.cpp's three `stopped_*` flags where current servers (2025 on) send `stop_type` (none, eos,
+limit, word) and `timings`. Ollama streams JSON lines unless the request says `"stream": false`,
+as the service does (`streams=True`: a server, or a proxy, that streams whatever the request
+says). `fault` makes every request after the first `fault_after` fail as a server can: a
+persisting 500 with the server's own message, a 200 whose body is cut short (not JSON), or a
+key refused (401).
 """
 
 import json
@@ -103,6 +111,20 @@ class Refused(Exception):
         self.status, self.payload = status, payload
 
 
+@dataclass(frozen=True)
+class Raw:
+    """An answer sent as these bytes, not as a JSON object."""
+
+    status: int
+    data: bytes
+    content_type: str = "application/json"
+
+
+Fault = Literal["server_error", "malformed", "key_refused"]
+# What the fake's server says of a persisting failure (a 500): the words a user needs to see.
+SERVER_ERROR_MESSAGE = "CUDA error: out of memory (the model could not be loaded)"
+
+
 def tokens(text: str) -> int:
     """About as many tokens as a code tokenizer makes of the text."""
     return len(re.findall(r"\s+|\w+|[^\w\s]", text))
@@ -122,6 +144,10 @@ class FimEndpointFake(LocalServer):
     models: dict[str, FakeModel] = field(default_factory=lambda: {"perfect": FakeModel()})
     key: str | None = None
     requests: list[tuple[str, dict]] = field(default_factory=list)
+    fields: Literal["current", "older"] = "current"
+    streams: bool = False
+    fault: Fault | None = None
+    fault_after: int = 0
 
     def __post_init__(self) -> None:
         self.middles = {
@@ -144,9 +170,12 @@ class FimEndpointFake(LocalServer):
         with self._lock:
             return [body for _, body in self.requests if self._gap(body) in self.middles]
 
-    def handle(self, path: str, headers: dict[str, str], body: Any) -> dict:
+    def handle(self, path: str, headers: dict[str, str], body: Any) -> dict | Raw:
         with self._lock:
             self.requests.append((path, body))
+            seen = len(self.requests)
+        if self.fault and seen > self.fault_after:
+            return self._fault()
         if path != ROUTES[self.protocol]:
             raise Refused(404, self._error(f"Not Found: {path}", "not_found"))
         if self.key and headers.get("authorization") != f"Bearer {self.key}":
@@ -175,7 +204,27 @@ class FimEndpointFake(LocalServer):
         if raw:
             text += STARCODER.stop[0] + GARBAGE  # a raw server that does not cut at stops
         text, finish = within_max_tokens(text, self._max_tokens(body))
-        return self._answer(body, text, finish, prompt_tokens, tokens(text))
+        answer = self._answer(body, text, finish, prompt_tokens, tokens(text))
+        if self.protocol == "ollama" and (self.streams or body.get("stream", True)):
+            return self._streamed(answer)
+        return answer
+
+    def _fault(self) -> dict | Raw:
+        if self.fault == "key_refused":
+            raise Refused(401, self._error("Unauthorized: the API key was revoked", "auth"))
+        if self.fault == "server_error":
+            raise Refused(500, self._error(SERVER_ERROR_MESSAGE, "server_error"))
+        return Raw(200, b'{"id": "cmpl-fake", "choices": [{"text": "    return sor')
+
+    def _streamed(self, answer: dict) -> Raw:
+        """Ollama's stream: a line per piece of the response, then the last with the counts."""
+        text, pieces = answer["response"], []
+        for start in range(0, max(len(text), 1), 8):
+            pieces.append({"model": answer["model"], "created_at": answer["created_at"],
+                           "response": text[start : start + 8], "done": False})  # fmt: skip
+        pieces.append(answer | {"response": ""})
+        data = "".join(json.dumps(piece) + "\n" for piece in pieces).encode()
+        return Raw(200, data, "application/x-ndjson")
 
     def _validate(self, body: Any) -> None:
         if not isinstance(body, dict):
@@ -279,13 +328,20 @@ class FimEndpointFake(LocalServer):
                 "load_duration": 0, "prompt_eval_count": prompt, "prompt_eval_duration": 1,
                 "eval_count": completion, "eval_duration": 1,
             }  # fmt: skip
+        if self.fields == "older":
+            return {
+                "content": text, "id_slot": 0, "stop": True, "model": "fake.gguf",
+                "tokens_predicted": completion, "tokens_evaluated": prompt,
+                "stopped_eos": finish == "stop", "stopped_word": False,
+                "stopped_limit": finish == "length", "stopping_word": "", "tokens_cached": 0,
+                "truncated": False, "generation_settings": {}, "prompt": "", "timings": {},
+            }  # fmt: skip
         return {
             "index": 0, "content": text, "tokens": [], "id_slot": 0, "stop": True,
             "model": "fake.gguf", "tokens_predicted": completion, "tokens_evaluated": prompt,
-            "stop_type": "eos" if finish == "stop" else "limit",
-            "stopped_eos": finish == "stop", "stopped_word": False,
-            "stopped_limit": finish == "length", "stopping_word": "", "tokens_cached": 0,
-            "truncated": False, "generation_settings": {}, "prompt": "", "timings": {},
+            "stop_type": "eos" if finish == "stop" else "limit", "stopping_word": "",
+            "tokens_cached": 0, "truncated": False, "generation_settings": {}, "prompt": "",
+            "timings": {"prompt_n": prompt, "predicted_n": completion},
         }  # fmt: skip
 
 
@@ -301,18 +357,24 @@ def _handler(server: FimEndpointFake) -> type[BaseHTTPRequestHandler]:
             try:
                 body = json.loads(self.rfile.read(length) or b"null")
                 headers = {key.lower(): value for key, value in self.headers.items()}
-                self._send(200, server.handle(self.path.split("?")[0], headers, body))
+                answer = server.handle(self.path.split("?")[0], headers, body)
+                if isinstance(answer, Raw):
+                    self._send_raw(answer)
+                else:
+                    self._send(200, answer)
             except json.JSONDecodeError:
                 self._send(400, {"error": "invalid JSON"})
             except Refused as refused:
                 self._send(refused.status, refused.payload)
 
         def _send(self, status: int, payload: dict) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+            self._send_raw(Raw(status, json.dumps(payload).encode()))
+
+        def _send_raw(self, raw: Raw) -> None:
+            self.send_response(raw.status)
+            self.send_header("Content-Type", raw.content_type)
+            self.send_header("Content-Length", str(len(raw.data)))
             self.end_headers()
-            self.wfile.write(data)
+            self.wfile.write(raw.data)
 
     return Handler
