@@ -65,24 +65,8 @@ ROUNDING of 0 or 1 is that end, a standard error below ROUNDING is 0, and every 
 `bounded`: inside its range ([0, 1] for a rate, [-1, 1] for a difference) and around its figure,
 so that what is printed and drawn (an error bar's lengths) is never negative.
 
-A paired difference D (in [-1, 1]) gets the same treatment as a rate: a score interval on the
-effective number of tasks, with the same SE and t. A change that sits in a few problems shows
-only in them: when those carry little of the weight, or barely moved, the per-task differences
-are almost all 0, SE is a small part of the difference's real spread, and |D| and SE are small
-together, so D +- t SE, which judges every x at the variance seen at D, missed (it covered 81 to
-91% of such runs of multi-line infilling, 10 to 40 problems, a change in one problem in ten:
-docs/benchmarks.md). The score test judges each x at the variance a difference of x would have
-(Tango 1998 for paired proportions; Wilson's idea): a per-task difference d in [-1, 1] of mean x
-has E[d^2] >= |x| when its changes come whole, so its variance is taken as max(m, |x|) - x^2,
-m = sum_i w_i d_i^2 the mean square seen; n = (m - D^2) / SE^2, the variance seen over SE^2 (the
-design effect's n, as for a rate), kept between the problems and the independent trials, each
-counted by weight. The interval is the x with (x - D)^2 <= t^2 (max(m, |x|) - x^2) / n, the part
-holding D (and 0 with it, if 0 is in: the p-value is that test's at 0, t = D / sqrt(m / n), so it
-is below 0.05 exactly when the interval leaves out 0). Near D, where max(m, |x|) = m, it is D +-
-t SE bent by the curvature of m - x^2; away from it, towards larger changes, it reaches as far as
-a change of that size could hide. The minimum detectable effect is the x found with 80% power on
-the same variance: x^2 = (t_0.975 + t_0.80)^2 (max(m, x) - x^2) / n.
-
+Paired differences (in [-1, 1], symmetric near 0) keep a normal-shaped interval D +- t SE, with
+the same SE and t, cut to [-1, 1] (a difference cannot leave it, so the cut loses no coverage).
 When every task's difference is the same (SE 0: typically two runs that agree on every task,
 common with few problems or rates near 0 or 1), the pairing shows no spread at all, and the
 interval is that of two independent rates: Newcombe's (1998) square-and-add of the two runs' own
@@ -134,9 +118,6 @@ class Spread:
     tasks_weighted: float  # Kish's effective number of tasks: (sum w)^2 / sum w^2
     problems_weighted: float  # the same of the problems' total weights
     trials_weighted: float  # of independent trials: (sum w)^2 / sum (w^2 / trials)
-    # The weighted mean of the squared values: for a paired difference, its per-task variance
-    # beside the value's square (`difference_interval`).
-    mean_square: float = math.nan
 
     @property
     def quantile(self) -> float:
@@ -186,7 +167,6 @@ def spread(
     return Spread(
         value, stderr, problems, freedom, tasks_weighted, problems_weighted,
         trials_weighted=1 / math.fsum(share**2 / trials),
-        mean_square=math.fsum(share * values * values),
     )  # fmt: skip
 
 
@@ -250,18 +230,13 @@ def most_trials(s: Spread) -> float:
 def difference_interval(
     s: Spread, baseline: Spread, other: Spread, confidence: float = CONFIDENCE
 ) -> tuple[float, float] | None:
-    """For a paired difference `s` (other minus baseline): the score interval on the effective
-    number of tasks (see the module), cut to [-1, 1]; or with SE 0 Newcombe's square-and-add of
-    the two rates' intervals; None from fewer than two problems."""
+    """D +- t SE for a paired difference `s` (other minus baseline), cut to [-1, 1], or with SE 0
+    Newcombe's square-and-add of the two rates' intervals; None from fewer than two problems."""
     if s.problems < 2:
         return None
     if s.stderr > 0:
-        k = quantile(s, confidence) ** 2 / difference_n(s)
-        low, high = _score_component(s.value, s.value, s.mean_square, k)
-        if s.value**2 <= k * s.mean_square:  # it holds 0: and so what 0 does not rule out
-            low_0, high_0 = _score_component(0.0, s.value, s.mean_square, k)
-            low, high = min(low, low_0), max(high, high_0)
-        return bounded(s.value, (low, high), -1.0)
+        half = quantile(s, confidence) * s.stderr
+        return bounded(s.value, (s.value - half, s.value + half), -1.0)
     rate_a, rate_b = rate_interval(baseline, confidence), rate_interval(other, confidence)
     if rate_a is None or rate_b is None:  # a rate of fewer than two problems
         return None
@@ -274,49 +249,13 @@ def difference_interval(
     )
 
 
-def difference_n(s: Spread) -> float:
-    """A paired difference's effective number of tasks: its per-task variance over SE^2, kept
-    between the problems and the independent trials, each counted by weight (see the module)."""
-    variance = max(s.mean_square - s.value**2, 0.0)
-    if variance > 0 and s.stderr > 0:
-        return min(max(variance / s.stderr**2, s.problems_weighted), s.trials_weighted)
-    return s.problems_weighted
-
-
-def _score_component(
-    centre: float, value: float, mean_square: float, k: float
-) -> tuple[float, float]:
-    """The ends of the part holding `centre` of the differences x that the score test does not
-    rule out: (x - value)^2 <= k (max(mean_square, |x|) - x^2), within [-1, 1]."""
-    roots = []
-    # |x| <= mean_square: (1 + k) x^2 - 2 D x + D^2 - k m = 0 (m >= D^2: real roots).
-    root = math.sqrt(max(k * (mean_square * (1 + k) - value**2), 0.0))
-    roots += [
-        x for x in ((value - root) / (1 + k), (value + root) / (1 + k)) if abs(x) <= mean_square
-    ]
-    # x > m: (1 + k) x^2 - (2 D + k) x + D^2 = 0; x < -m: (1 + k) x^2 - (2 D - k) x + D^2 = 0.
-    for sign in (1.0, -1.0):
-        squared = k * k + sign * 4 * k * value * (1 - sign * value)
-        if squared >= 0:
-            for x in (
-                (2 * value + sign * k - math.sqrt(squared)) / (2 * (1 + k)),
-                (2 * value + sign * k + math.sqrt(squared)) / (2 * (1 + k)),
-            ):
-                if sign * x > mean_square:
-                    roots.append(x)
-    above = min((x for x in roots if x >= centre), default=1.0)
-    below = max((x for x in roots if x <= centre), default=-1.0)
-    return max(below, -1.0), min(above, 1.0)
-
-
 def p_value(s: Spread, baseline: Spread, other: Spread) -> float | None:
     """Two-sided, of D = 0: the smallest 1 - confidence at which `difference_interval` leaves out
-    0 (with SE > 0 the score test's: t = D / sqrt(m / n)); None from fewer than two problems."""
+    0 (the t test's with SE > 0); None from fewer than two problems."""
     if s.problems < 2:
         return None
     if s.stderr > 0:
-        scale = math.sqrt(s.mean_square / difference_n(s))
-        return float(2 * stats.t.sf(abs(s.value) / scale, s.degrees_of_freedom))
+        return float(2 * stats.t.sf(abs(s.value / s.stderr), s.degrees_of_freedom))
     if s.value == 0:
         return 1.0
 
@@ -335,11 +274,8 @@ def p_value(s: Spread, baseline: Spread, other: Spread) -> float | None:
 
 
 def minimum_detectable(s: Spread) -> float:
-    """The smallest true difference x the score test finds with 80% power at 5%: x = (q_0.975 +
-    q_0.80) sqrt((max(m, x) - x^2) / n) (see the module); NaN with no spread to go by."""
+    """(t_0.975 + t_0.80) x SE: the smallest true difference found with 80% power at 5%; NaN
+    with no spread to go by."""
     if not s.stderr > 0:
         return math.nan
-    q = s.quantile + t_quantile(POWER, s.degrees_of_freedom)
-    k = q * q / difference_n(s)
-    whole = k / (1 + k)  # x >= m: x^2 = k (x - x^2)
-    return whole if whole >= s.mean_square else math.sqrt(k * s.mean_square / (1 + k))
+    return (s.quantile + t_quantile(POWER, s.degrees_of_freedom)) * s.stderr

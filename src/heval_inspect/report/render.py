@@ -110,8 +110,7 @@ def results_csv_rows(report: Report) -> list[dict]:
         {
             "run": result.run.label, "model": result.run.model, "task": result.run.task,
             "version": result.run.version, "group": group, "figure": name,
-            "value": f.value, "stderr_metric": f.stderr, "stderr_cr2": f.clustered_stderr,
-            "ci95_low": f.low, "ci95_high": f.high,
+            "value": f.value, "stderr": f.stderr, "ci95_low": f.low, "ci95_high": f.high,
             "tasks": result.tasks[group], "epochs_min": result.epochs[0],
             "epochs_max": result.epochs[1],
         }
@@ -188,7 +187,7 @@ def differences_csv_rows(report: Report) -> list[dict]:
         {
             "run": c.other.label, "baseline": c.baseline.label, "group": d.group,
             "figure": d.figure, "baseline_value": d.baseline_value, "run_value": d.other_value,
-            "difference": d.difference, "stderr_cr2": d.stderr, "ci95_low": d.low,
+            "difference": d.difference, "stderr": d.stderr, "ci95_low": d.low,
             "ci95_high": d.high, "t": d.t, "degrees_of_freedom": d.degrees_of_freedom,
             "p_value": d.p_value, "minimum_detectable_effect": d.minimum_detectable,
             "tasks": d.tasks, "problems": d.problems, "run_better": d.other_better,
@@ -240,7 +239,7 @@ def gaps_tables(report: Report) -> dict[str, list[dict]]:
 def gaps_csv_rows(report: Report) -> list[dict]:
     return [
         {"run": g.run, "subset": g.subset, "by": g.by, "bucket": g.bucket, "tasks": g.tasks,
-         "pass@1": g.pass_at_1.value, "stderr_cr2": g.pass_at_1.clustered_stderr,
+         "pass@1": g.pass_at_1.value, "stderr": g.pass_at_1.stderr,
          "ci95_low": g.pass_at_1.low, "ci95_high": g.pass_at_1.high}
         for g in report.gaps
     ]  # fmt: skip
@@ -281,11 +280,9 @@ SECTIONS = (
     ("Paired comparison", "differences", (compared_tables, differences_tables, flips_tables), (
         "Run minus baseline on the tasks both ran (the tasks only one of them ran are left out, "
         "and counted): the difference, its paired standard error clustered by problem (SE), its "
-        "95% interval (the score interval on the effective number of tasks: each difference "
-        "judged at the variance it would have, so that a change that sits in a few problems is "
-        "not taken for a small one), the two-sided p-value, and the minimum detectable effect at "
-        "80% power and 5% significance (MDE), with Student's t on the effective degrees of "
-        "freedom; the tasks on which each run does better.")),
+        "95% interval, the two-sided p-value, and the minimum detectable effect at 80% power "
+        "and 5% significance (MDE), with Student's t on the effective degrees of freedom; the "
+        "tasks on which each run does better.")),
     ("Why they fail", "failures", failures_tables,
      "Each verdict's kind, per run and subset: count (share)."),
     ("pass@1 by gap", "gaps", gaps_tables, (
