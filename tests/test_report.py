@@ -429,6 +429,8 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
              "gaps.csv"}  # fmt: skip
     assert names <= {p.name for p in out.iterdir()}
     results = list(csv.DictReader((out / "results.csv").read_text(encoding="utf-8").splitlines()))
+    # Each standard error named for what it is: the metric's own and the clustered one.
+    assert {"stderr_metric", "stderr_cr2"} <= set(results[0]) and "stderr" not in results[0]
     mutant = {r["figure"]: float(r["value"]) for r in results if r["run"].startswith("mutant")}
     assert mutant["pass@1"] == pytest.approx(np.mean(passes()) / EPOCHS, abs=1e-12)
     refused = subprocess.run(

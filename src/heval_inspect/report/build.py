@@ -121,7 +121,7 @@ def _gaps(run: Run) -> tuple[list[GapRow], str | None]:
 
     def add(subset: str, by: str, bucket: str, chosen: np.ndarray) -> None:
         s = spread(tasks, "pass@1", per_task, chosen.astype(float))
-        figure = Figure(s.value, s.stderr, rate_interval(s))
+        figure = Figure(s.value, s.stderr, rate_interval(s), s.stderr)
         rows.append(GapRow(run.label, subset, by, bucket, int(chosen.sum()), figure))
 
     for subset in ordered_groups(set(subsets)):

@@ -110,7 +110,8 @@ def results_csv_rows(report: Report) -> list[dict]:
         {
             "run": result.run.label, "model": result.run.model, "task": result.run.task,
             "version": result.run.version, "group": group, "figure": name,
-            "value": f.value, "stderr": f.stderr, "ci95_low": f.low, "ci95_high": f.high,
+            "value": f.value, "stderr_metric": f.stderr, "stderr_cr2": f.clustered_stderr,
+            "ci95_low": f.low, "ci95_high": f.high,
             "tasks": result.tasks[group], "epochs_min": result.epochs[0],
             "epochs_max": result.epochs[1],
         }
@@ -187,7 +188,7 @@ def differences_csv_rows(report: Report) -> list[dict]:
         {
             "run": c.other.label, "baseline": c.baseline.label, "group": d.group,
             "figure": d.figure, "baseline_value": d.baseline_value, "run_value": d.other_value,
-            "difference": d.difference, "stderr": d.stderr, "ci95_low": d.low,
+            "difference": d.difference, "stderr_cr2": d.stderr, "ci95_low": d.low,
             "ci95_high": d.high, "t": d.t, "degrees_of_freedom": d.degrees_of_freedom,
             "p_value": d.p_value, "minimum_detectable_effect": d.minimum_detectable,
             "tasks": d.tasks, "problems": d.problems, "run_better": d.other_better,
@@ -239,7 +240,7 @@ def gaps_tables(report: Report) -> dict[str, list[dict]]:
 def gaps_csv_rows(report: Report) -> list[dict]:
     return [
         {"run": g.run, "subset": g.subset, "by": g.by, "bucket": g.bucket, "tasks": g.tasks,
-         "pass@1": g.pass_at_1.value, "stderr": g.pass_at_1.stderr,
+         "pass@1": g.pass_at_1.value, "stderr_cr2": g.pass_at_1.clustered_stderr,
          "ci95_low": g.pass_at_1.low, "ci95_high": g.pass_at_1.high}
         for g in report.gaps
     ]  # fmt: skip

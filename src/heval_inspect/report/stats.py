@@ -60,8 +60,11 @@ class Figure:
     [0, 1] and around the value (computed apart from it, they may differ by float error)."""
 
     value: float
-    stderr: float
+    stderr: float  # a run's figure: the metric's own, as its log records it; else clustered_stderr
     interval: tuple[float, float] | None  # None: from fewer than two problems
+    # Clustered by problem and bias-reduced (CR2, `intervals.spread`): what the interval is
+    # built on. For multi-line infilling it can differ from the metric's own (up to about 2x).
+    clustered_stderr: float = math.nan
 
     def __post_init__(self) -> None:
         value = intervals.snapped(self.value)
@@ -116,13 +119,17 @@ def results(run: Run) -> Results:
     counts: dict[str, int] = {}
     for prefix, weights in rows.items():
         group = group_name(prefix, tasks.subset)
+        spreads = {
+            name: spread(tasks, name, per_task, weights) for name, per_task in values.items()
+        }
         groups[group] = {
             name: Figure(
                 figures[prefix + name],
                 figures[f"{prefix}{name}_stderr"],
-                intervals.rate_interval(spread(tasks, name, per_task, weights)),
+                intervals.rate_interval(s),
+                s.stderr,
             )
-            for name, per_task in values.items()
+            for name, s in spreads.items()
         }
         counts[group] = int(np.count_nonzero(weights))
     # pass@k against k, for the plot: every k the run's epochs allow, over all the run's tasks.
@@ -131,13 +138,15 @@ def results(run: Run) -> Results:
     figures = summarise(tasks, every_k, per_subset=False)
     values = task_values(tasks, every_k)
     everything = np.ones(len(tasks.id))
+    by_k = {k: spread(tasks, f"pass@{k}", values[f"pass@{k}"], everything) for k in every_k}
     pass_at = {
         k: Figure(
             figures[f"pass@{k}"],
             figures[f"pass@{k}_stderr"],
-            intervals.rate_interval(spread(tasks, f"pass@{k}", values[f"pass@{k}"], everything)),
+            intervals.rate_interval(s),
+            s.stderr,
         )
-        for k in every_k
+        for k, s in by_k.items()
     }
     return Results(run, groups, counts, (n_min, int(tasks.epochs.max())), ks, pass_at)
 
