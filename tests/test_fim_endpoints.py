@@ -19,6 +19,7 @@ from inspect_ai import task_with
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import GenerateConfig, Model, RetryDecision, get_model
 
+from heval_inspect import fim_endpoints
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.errors import EndpointError
 from heval_inspect.fim_endpoints import DEFAULT_MAX_TOKENS, FimRequest, ServerError
@@ -44,6 +45,13 @@ PROVIDERS = {
     "llama_cpp": ("llama-cpp-fim/{model}", "LLAMA_CPP_FIM"),
 }
 KEY = "secret-key"
+
+
+@pytest.fixture(autouse=True)
+def probe_anew(monkeypatch):
+    """Each test's fake gets its own probe: a provider probes a server once per process, and a
+    later fake may be given an earlier one's port."""
+    monkeypatch.setattr(fim_endpoints, "_PROBED", set())
 
 
 @pytest.fixture(scope="module")
