@@ -114,6 +114,23 @@ def whole_run_selection(
     return kept, environ
 
 
+def runnable(program: str) -> str:
+    """The eval command's program as it can be started: as given where PATH (or the path given)
+    has it, else heval-inspect's own environment's (a shell without that environment activated
+    runs the `inspect` installed beside heval-inspect, as the user meant); a ValueError saying
+    what to do if neither has it."""
+    if shutil.which(program) is not None:
+        return program
+    beside = Path(sys.executable).with_name(Path(program).name)
+    if "/" not in program and beside.is_file() and os.access(beside, os.X_OK):
+        print(
+            f"heval-inspect: `{program}` is not on PATH; running heval-inspect's own: {beside}",
+            file=sys.stderr,
+        )
+        return str(beside)
+    raise ValueError(missing_program(program))
+
+
 def missing_program(program: str) -> str:
     """What to do when the eval command's program cannot be started: it is not on PATH, or the
     path given is not an executable file."""
@@ -122,11 +139,6 @@ def missing_program(program: str) -> str:
         return (
             f"cannot run {program}: no executable file there; give the path of the eval "
             f"command (e.g. {beside.parent}/inspect) or its name on PATH."
-        )
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return (
-            f"`{program}` is not on PATH, but heval-inspect's environment has it: activate that "
-            f"environment (source {beside.parent}/activate) or give the command as {beside}."
         )
     return (
         f"`{program}` is not on PATH: activate the virtual environment that has inspect-ai "
@@ -181,8 +193,7 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
             "inspect eval heval_inspect/humaneval_infilling --model none "
             "--solver heval_inspect/reference"
         )
-    if shutil.which(command[0]) is None:
-        raise ValueError(missing_program(command[0]))
+    program = runnable(command[0])
     key = run_key(command)
     log_dir = log_dir_of(command)
     finished = finished_shards(log_dir, key, shards)
@@ -195,7 +206,7 @@ def run_parallel(command: list[str], shards: int, cores: int, run: str | None = 
     mine = [index for index in mine if index not in finished]
     if not mine:
         return 0
-    command, environ = whole_run_selection(command, dict(os.environ))
+    command, environ = whole_run_selection([program, *command[1:]], dict(os.environ))
     command = [*command, "--metadata", f"{RUN_KEY}={key}"]
     if "--display" not in command and not any(a.startswith("--display=") for a in command):
         # n live displays in one terminal overwrite each other; the plain one prints lines.
