@@ -1938,10 +1938,20 @@ class OwnTime:
                 now_seconds - self.task_seconds.get(task, 0.0)
                 for task, now_seconds in seconds.items()
             )
+            main_task = f"/proc/{main}/task/{main}"
+            main_state, main_seconds = stats.get(main_task, (b"", 0.0))
+            main_wrote = main_seconds > self.task_seconds.get(main_task, 0.0)
             if stderr_full:
                 grew += self.executor - executor
             self.task_seconds = seconds
-            if any(state == b"R" for state, _ in stats.values()):
+            if stderr_full and main_state != b"R" and not main_wrote:
+                # Its stderr full of what its other tasks write, while its main thread sleeps
+                # and ran not at all: gVisor shows no wait channel, so a sleep cannot be told
+                # from a wait for those tasks; a sleep is not held back by the host's load,
+                # and the flood is drained as fast as the executor can. The interval counts
+                # whole (a main thread that waits for a flooding task is charged its wait).
+                self.seconds += interval
+            elif any(state == b"R" for state, _ in stats.values()):
                 self.seconds += used
             else:
                 # Asleep at its end, the program may have slept, or waited for the host's CPU
