@@ -6,6 +6,7 @@ writes, field by field (CI runs it with the lowest Inspect too)."""
 import asyncio
 import io
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -64,8 +65,12 @@ def test_the_local_sandbox_is_told_apart_and_runs_the_executor_on_this_machine(t
 
 
 def test_log_entries_are_compressed_in_the_writing_thread_once_asked(monkeypatch):
-    # Restored after the test: the setting is the process's.
-    monkeypatch.setattr(inspect_zipfile, "_ZSTD_THREADS", inspect_zipfile._ZSTD_THREADS)
+    # Inspect's own setting, as its module sets it (an earlier `heval-inspect score` in this
+    # process may have changed it), restored after the test: the setting is the process's.
+    source = Path(inspect_zipfile.__file__).read_text(encoding="utf-8")
+    default = re.search(r"^_ZSTD_THREADS\b[^=\n]*=\s*(\d+)\s*$", source, re.MULTILINE)
+    threads = int(default.group(1)) if default else inspect_zipfile._ZSTD_THREADS
+    monkeypatch.setattr(inspect_zipfile, "_ZSTD_THREADS", threads)
 
     def threads_started_while_an_entry_is_written() -> set[str]:
         # Threads this process had before are left out (another test's may end meanwhile).
