@@ -505,28 +505,28 @@ def test_an_answer_that_is_not_json_says_which_server_sent_it(protocol, monkeypa
     assert "is not the JSON its API documents" in message and ROUTES[protocol] in message
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_a_server_error_says_the_servers_words_and_is_retried(protocol, monkeypatch):
-    with FimEndpointFake(
-        protocol, ONE_RECORD, key=KEY, fault="server_error", fault_after=2
-    ) as fake:
+def fails_after_the_probe(protocol, monkeypatch, fault, error):
+    """The provider (its probe answered) and the `error` its next generation raises, from a
+    fake whose every later request fails with `fault`."""
+    with FimEndpointFake(protocol, ONE_RECORD, key=KEY, fault=fault, fault_after=2) as fake:
         use_fake(monkeypatch, fake)
         model = fresh_model(model_name(protocol, "perfect"))
         request = FimRequest(prefix="a = ", suffix="\n")
-        with pytest.raises(ServerError) as raised:
+        with pytest.raises(error) as raised:
             asyncio.run(model.api.generate([request.as_message()], [], "none", GenerateConfig()))
-    message = str(raised.value)
+    return model, raised.value
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_server_error_says_the_servers_words_and_is_retried(protocol, monkeypatch):
+    model, error = fails_after_the_probe(protocol, monkeypatch, "server_error", ServerError)
+    message = str(error)
     assert SERVER_ERROR_MESSAGE in message and "500" in message and ROUTES[protocol] in message
-    assert model.api.should_retry(raised.value) == RetryDecision.transient()
+    assert model.api.should_retry(error) == RetryDecision.transient()
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_key_refused_mid_run_ends_the_sample_with_one_line(protocol, monkeypatch):
-    with FimEndpointFake(protocol, ONE_RECORD, key=KEY, fault="key_refused", fault_after=2) as fake:
-        use_fake(monkeypatch, fake)
-        model = fresh_model(model_name(protocol, "perfect"))
-        request = FimRequest(prefix="a = ", suffix="\n")
-        with pytest.raises(EndpointError) as raised:
-            asyncio.run(model.api.generate([request.as_message()], [], "none", GenerateConfig()))
-    message = str(raised.value)
+    _, error = fails_after_the_probe(protocol, monkeypatch, "key_refused", EndpointError)
+    message = str(error)
     assert "\n" not in message and "401" in message and "the key was refused" in message

@@ -256,7 +256,7 @@ class SuffixFimAPI(ModelAPI):
         """The answer's JSON and what it says; a ServerError if it is not the JSON the API
         documents (a proxy's error page, a cut connection, another API)."""
         try:
-            data = json.loads(self.body_text(response))
+            data = self.decoded(response)
             return data, self.answer(data)
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as error:
             raise ServerError(
@@ -267,9 +267,9 @@ class SuffixFimAPI(ModelAPI):
                 response.status_code,
             ) from None
 
-    def body_text(self, response: httpx.Response) -> str:
-        """The answer's JSON text (a protocol that may stream says how to join it)."""
-        return response.text
+    def decoded(self, response: httpx.Response) -> Any:
+        """The answer's JSON (a protocol that may stream says how to join it)."""
+        return json.loads(response.text)
 
     def failure(self, response: httpx.Response) -> ServerError:
         """A retryable error answer, in words that say what went wrong."""
@@ -510,14 +510,13 @@ class OllamaFimAPI(SuffixFimAPI):
             "stream": False,
         }
 
-    def body_text(self, response: httpx.Response) -> str:
+    def decoded(self, response: httpx.Response) -> Any:
         """Ollama streams JSON lines unless told not to (a proxy may drop `stream`): the lines'
         `response` pieces joined, with the last line's counts and reason, as one object."""
-        lines = [line for line in response.text.splitlines() if line.strip()]
-        if len(lines) < 2:
-            return response.text
-        parts = [json.loads(line) for line in lines]
-        return json.dumps(parts[-1] | {"response": "".join(p.get("response", "") for p in parts)})
+        parts = [json.loads(line) for line in response.text.splitlines() if line.strip()]
+        if len(parts) < 2:
+            return parts[0] if parts else json.loads(response.text)
+        return parts[-1] | {"response": "".join(part.get("response", "") for part in parts)}
 
     def answer(self, response: dict[str, Any]) -> Answer:
         return Answer(
