@@ -2,9 +2,10 @@
 
 Inspect's entry point: importing the package registers its tasks, solvers, scorers, hooks, the
 heval_pool sandbox and the model providers of the FIM endpoints that take a suffix
-(fim_endpoints.py).
+(fim_services.py).
 """
 
+from . import fim_services  # noqa: F401  (registers the FIM endpoints' providers)
 from .fim_endpoints import FimRequest
 from .metrics import KTooLargeWarning, humaneval_metrics
 from .provenance import SandboxImages
