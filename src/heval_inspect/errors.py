@@ -50,4 +50,4 @@ class NoModelError(PrerequisiteError):
 
 class EndpointError(PrerequisiteError):
     """A model endpoint that cannot fill the gap as asked: no key or URL, a refused request, a
-    model it does not have, or a suffix it refuses or ignores (fim_endpoints.py, fim_services.py)."""
+    model it does not have, or a suffix it refuses or ignores (fim_endpoints.py)."""
