@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # for the annotation only: the executor is the container's, n
 # longer while this process is busy) between programs. The executor reads the next only once the
 # one before is answered and its container checked, and after residue reads none (executor.main).
 PIPELINE_DEPTH = 2
+# After its container has stopped, how long an answer the executor wrote before may still take
+# to come through `docker exec`'s stream.
+LAST_ANSWER_SECONDS = 1.0
 
 
 class NotRun:
@@ -47,6 +50,11 @@ class Executor:
         self.waiting: collections.deque[tuple[asyncio.Future, float]] = collections.deque()
         self.requested = asyncio.Event()
         self.reader: asyncio.Task | None = None
+        # `docker wait` on the container: it ends when the container stops. `docker exec -i`
+        # does not: once the container has stopped (under gVisor, the host's out-of-memory
+        # killer ends its kernel), the command and its output stay open while its input is,
+        # and without this the request in hand would wait out its whole time.
+        self.watcher: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
@@ -66,19 +74,28 @@ class Executor:
             stderr=asyncio.subprocess.PIPE,
             limit=1 << 20,
         )
+        self.watcher = await asyncio.create_subprocess_exec(
+            "docker",
+            "wait",
+            self.container,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
         self.generation += 1
         self.condemned = False
-        self.reader = asyncio.create_task(self._read_answers(self.process))
+        self.reader = asyncio.create_task(self._read_answers(self.process, self.watcher))
 
     async def stop(self) -> None:
         if self.reader:
             self.reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.reader
-        if self.process and self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
-        self.process = self.reader = None
+        for process in (self.process, self.watcher):
+            if process and process.returncode is None:
+                process.kill()
+                await process.wait()
+        self.process = self.watcher = self.reader = None
 
     async def run(
         self, request: "Request", timeout: float
@@ -101,21 +118,31 @@ class Executor:
                 pass  # gone: the reader reads its end
         return await answer, generation
 
-    async def _read_answers(self, process: asyncio.subprocess.Process) -> None:
-        """Answer the waiting requests in order, each given its time from the answer before it;
-        once the executor is lost or has found residue, those behind it never run there."""
+    async def _read_answers(
+        self, process: asyncio.subprocess.Process, watcher: asyncio.subprocess.Process
+    ) -> None:
+        """Answer the waiting requests in order, each given its time from the answer before it
+        (less, once the container has stopped); once the executor is lost or has found residue,
+        those behind it never run there."""
         assert process.stdout
+        container_stopped = asyncio.ensure_future(_until_stopped(watcher))
+        line: asyncio.Future[bytes] | None = None
         try:
             while True:
                 while not self.waiting:
                     self.requested.clear()
                     await self.requested.wait()
                 answer, timeout = self.waiting[0]
-                try:
-                    line = await asyncio.wait_for(process.stdout.readline(), timeout)
-                    execution: Execution | None = Execution.from_answer(json.loads(line))
-                except (ConnectionResetError, TimeoutError, ValueError, TypeError):
-                    execution = None
+                line = asyncio.ensure_future(process.stdout.readline())
+                await asyncio.wait(
+                    {line, container_stopped}, timeout=timeout, return_when="FIRST_COMPLETED"
+                )
+                if container_stopped.done() and not line.done():
+                    await asyncio.wait({line}, timeout=LAST_ANSWER_SECONDS)
+                execution: Execution | None = None
+                if line.done():
+                    with contextlib.suppress(ConnectionResetError, ValueError, TypeError):
+                        execution = Execution.from_answer(json.loads(line.result()))
                 self.waiting.popleft()
                 if execution is None or execution.residue:
                     self.condemned = True
@@ -124,8 +151,18 @@ class Executor:
                 if self.condemned:
                     break
         finally:
+            for pending in (line, container_stopped):
+                if pending is not None:
+                    pending.cancel()
             self.condemned = True
             for answer, _ in self.waiting:
                 if not answer.done():
                     answer.set_result(NOT_RUN)
             self.waiting.clear()
+
+
+async def _until_stopped(watcher: asyncio.subprocess.Process) -> None:
+    """Returns once `docker wait` has seen the container stop; never, if it could not watch
+    (the engine refused it): then each answer's own time bounds the wait, as before."""
+    if await watcher.wait() != 0:
+        await asyncio.Event().wait()
