@@ -1,3 +1,4 @@
+import fcntl
 import functools
 import json
 import os
@@ -20,6 +21,8 @@ CHROMIUM = os.environ.get("HEVAL_CHROMIUM") or shutil.which("chromium") or "chro
 STRICT_ENV = "HEVAL_TESTS_STRICT"
 SKIPPED_GROUPS = pytest.StashKey[dict[str, tuple[int, str]]]()
 SUMMARY_TITLE = f"tests skipped: what they need is missing ({STRICT_ENV}=1 fails instead)"
+WORKER_SKIPPED_GROUPS = "heval_skipped_groups"
+STRICT_FAILURE = pytest.StashKey[str]()
 
 
 @dataclass(frozen=True)
@@ -157,17 +160,42 @@ def pytest_collection_modifyitems(config, items):
         if needing and (missing := prerequisite.missing()):
             groups[prerequisite.group] = (needing, missing)
     if groups and os.environ.get(STRICT_ENV, "") not in ("", "0"):
-        raise pytest.UsageError(
+        message = (
             f"{STRICT_ENV} is set, and selected tests need what is missing here:\n"
             + "\n".join(f"- {group}: {missing}" for group, (_, missing) in groups.items())
             + "\nProvide it, or deselect those tests: -m 'not MARKER' (-k 'not runsc' for runsc)."
         )
+        if not hasattr(config, "workeroutput"):
+            raise pytest.UsageError(message)
+        # A pytest-xdist worker cannot stop the run before it starts (its controller would
+        # report a crash): each of those tests fails with the message instead.
+        for needing, _ in groups.values():
+            for item in needing:
+                item.stash[STRICT_FAILURE] = message
+        return
     for needing, missing in groups.values():
         for item in needing:
             item.add_marker(pytest.mark.skip(reason=f"needs {missing}"))
     config.stash[SKIPPED_GROUPS] = {
         group: (len(needing), missing) for group, (needing, missing) in groups.items()
     }
+    if hasattr(config, "workeroutput"):  # a pytest-xdist worker: its controller prints them
+        config.workeroutput[WORKER_SKIPPED_GROUPS] = json.dumps(config.stash[SKIPPED_GROUPS])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist's controller, as a worker ends: every worker collected every test, so any
+    one's skipped groups are the run's."""
+    if groups := getattr(node, "workeroutput", {}).get(WORKER_SKIPPED_GROUPS):
+        node.config.stash[SKIPPED_GROUPS] = {
+            group: tuple(value) for group, value in json.loads(groups).items()
+        }
+
+
+def pytest_runtest_setup(item):
+    if message := item.stash.get(STRICT_FAILURE, None):
+        pytest.fail(message, pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -191,10 +219,20 @@ def user_cache_folder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def report_logs(tmp_path_factory) -> dict:
-    """The report tests' logs (tests/report_logs.py), made once per session in the sandbox."""
+    """The report tests' logs (tests/report_logs.py), made once per run in the sandbox: under
+    pytest-xdist (`-n`), by the first worker that needs them, while the others wait."""
     from .report_logs import build
 
-    return build(tmp_path_factory.mktemp("report-logs"))
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return build(tmp_path_factory.mktemp("report-logs"))
+    shared = tmp_path_factory.getbasetemp().parent  # the run's, above each worker's own
+    with open(shared / "report-logs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = shared / "report-logs.json"
+        if not made.exists():
+            (work := shared / "report-logs").mkdir()
+            made.write_text(json.dumps(build(work)))
+        return json.loads(made.read_text())
 
 
 def docker_runtimes() -> set[str]:
