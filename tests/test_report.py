@@ -360,8 +360,37 @@ def test_shards_with_a_gap_or_an_overlap_are_refused_and_a_copy_counts_once(repo
     assert run.shards == "1-4 of 4" and len(run.samples) == len(whole.samples)
     [note] = run.notes
     assert note.startswith("2 successful logs of shard 1 of 4: counted the newest")
-    with pytest.raises(ReportError, match="some of its logs are shards and some are not"):
-        build_report([*shards, report_logs["infilling"]])
+
+
+@data
+@slow
+def test_a_run_made_whole_and_in_shards_counts_the_newer_and_names_the_other(report_logs, tmp_path):
+    shards, whole = report_logs["shards"], report_logs["infilling"]
+    [merged] = build_report(shards).runs
+    # The whole run was made first: its shards count, and the note names the whole log.
+    [run] = build_report([whole, *shards]).runs
+    assert run.shards == "1-4 of 4" and run.samples.table() == merged.samples.table()
+    [note] = run.notes
+    assert note.startswith("run both whole and in shards: counted its 1-4 of 4 shards")
+    assert f"set aside its whole log(s) {Path(whole).name}" in note and "(the newer)" in note
+    # Made again whole after its shards: the whole log counts, and the note names the shards.
+    later = read_eval_log(whole)
+    later.eval.created = "2099-01-01T00:00:00+00:00"
+    write_eval_log(later, str(tmp_path / "later.eval"))
+    [run] = build_report([*shards, str(tmp_path / "later.eval")]).runs
+    [note] = run.notes
+    assert not run.shards and run.files == [str(tmp_path / "later.eval")], run.files
+    assert note.startswith("run both whole and in shards: counted its whole log, later.eval")
+    assert all(Path(shard).name in note for shard in shards), note
+    # Shards with a gap beside a successful whole log: the whole log counts, saying why.
+    [run] = build_report([whole, *shards[:3]]).runs
+    assert run.files == [whole] and "complete, where its shards are not" in run.notes[0]
+    # Neither complete (the whole log failed, a shard missing): refused, saying what to give.
+    failed = read_eval_log(whole)
+    failed.status = "error"
+    write_eval_log(failed, str(tmp_path / "failed.eval"))
+    with pytest.raises(ReportError, match="run whole and in shards, and neither is complete"):
+        build_report([str(tmp_path / "failed.eval"), *shards[:3]])
 
 
 def _altered(source: str, target: Path, change) -> str:

@@ -317,3 +317,36 @@ def test_a_run_logged_twice_is_reported_from_its_newest_log_naming_the_other(run
     alone, rows_alone = _results(older, tmp_path / "alone")
     assert alone.returncode == 0, alone.stderr
     assert "note:" not in alone.stdout and rows_alone == rows
+
+
+def test_a_newcomers_folder_of_whole_sharded_and_variant_runs_reports_every_run(tmp_path):
+    # What the README's commands leave in one folder: modelA run whole and, again, in two shards
+    # (`heval-inspect parallel`), modelB run whole, and both on the renamed variant; each a real
+    # `inspect eval` of replayed completions (tests/report_logs.py) on a few problems.
+    from .report_logs import PATTERN, humaneval_completions
+
+    files = humaneval_completions(tmp_path)
+    logs = tmp_path / "logs"
+    runs = {"modelA": files["canonical"], "modelB": files["mutant"]}
+    for label, samples in runs.items():
+        for variant in ("original", "renamed"):
+            task = humaneval(
+                samples=samples, partial=True, timeout=1.0, variant=variant, sandbox="local"
+            )
+            run_eval(task, logs, metadata={"label": label}, epochs=1)
+    for shard in ("1/2", "2/2"):
+        task = humaneval(
+            samples=runs["modelA"], partial=True, timeout=1.0, shard=shard, sandbox="local"
+        )
+        run_eval(task, logs, metadata={"label": "modelA"}, epochs=1)
+    assert len(list(logs.glob("*.eval"))) == 6
+
+    run, results = _results(logs, tmp_path / "report")
+    assert run.returncode == 0, run.stderr
+    version = results[0]["version"]
+    assert {row["run"] for row in results} == {
+        f"{model} (humaneval {version}{variant})" for model in runs for variant in ("", ", renamed")
+    }
+    assert {row["tasks"] for row in results} == {str(len(PATTERN))}
+    written = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert "run both whole and in shards: counted its 1-2 of 2 shards" in written, written

@@ -19,7 +19,10 @@ several logs: the successful one counts, and the others (status "error", "cancel
 "started") are ignored, each named in the run's notes. A run (or shard) run again after it
 succeeded has several successful logs: the newest (by when it started) counts, and one note names
 the older ones, left out. Several logs of which none is successful leave nothing to choose: they
-are refused.
+are refused. A run made both whole and in shards (the same run, once with `inspect eval` and once
+with `heval-inspect parallel`): the newer of its successful whole log and its complete shards
+(from the first shard's start) counts, and a note names the logs set aside; refused only when
+neither is complete.
 """
 
 import hashlib
@@ -390,16 +393,51 @@ def _identity(run: Run) -> tuple:
 
 
 def _merge(group: list[Log]) -> Run:
-    """One run from its logs: an unsharded run's, or shards 1 ... n of n."""
+    """One run from its logs: an unsharded run's, or shards 1 ... n of n, or, of a run made both
+    whole and in shards, the newer of the two that is complete."""
     sharded = [log for log in group if isinstance(log, ShardLog)]
+    whole = [log for log in group if not isinstance(log, ShardLog)]
     if not sharded:
-        return _unsharded(group)
-    if len(sharded) != len(group):
+        return _unsharded(whole)
+    if not whole:
+        return _merged_shards(sharded)
+    return _whole_or_sharded(whole, sharded)
+
+
+def _whole_or_sharded(whole: list[Log], sharded: list[ShardLog]) -> Run:
+    """The same run made whole and in shards (`heval-inspect parallel`): the newer of its
+    successful whole log and its complete shards counts, and a note names what was set aside."""
+    counted = max(_successful(whole), key=_age, default=None)
+    try:
+        shards: Run | None = _merged_shards(sharded)
+        why_not_shards = ""
+    except ReportError as error:
+        shards, why_not_shards = None, str(error)
+    if counted is None and shards is None:
         raise ReportError(
-            f"{group[0].run.label}: some of its logs are shards and some are not "
-            f"({_described(group)}): give either the whole run or its shards."
+            f"{whole[0].run.label}: it was run whole and in shards, and neither is complete: no "
+            f"whole log is successful ({_described(whole)}), and {why_not_shards} Give the "
+            f"successful log of a whole run, or the n shards of one split."
         )
-    return _merged_shards(sharded)
+    shards_started = min(log.started for log in sharded)
+    if shards is None or (counted is not None and counted.started >= shards_started):
+        assert counted is not None
+        run = _with_ignored(counted, whole, "the run")
+        set_aside = f"its {len(sharded)} shard log(s) " + ", ".join(
+            Path(log.file).name for log in sharded
+        )
+        because = "the newer" if shards is not None else "complete, where its shards are not"
+        kept = f"its whole log, {_file_started(counted)} ({because})"
+    else:
+        run = shards
+        set_aside = "its whole log(s) " + ", ".join(_file_started(log) for log in whole)
+        kept = f"its {run.shards} shards, started {shards_started.isoformat(' ', 'seconds')}"
+        kept += " (the newer)" if counted is not None else " (no whole log is successful)"
+    note = (
+        f"run both whole and in shards: counted {kept}; set aside {set_aside}. To report the "
+        "other, give its logs alone."
+    )
+    return replace(run, notes=[*run.notes, note])
 
 
 def _unsharded(logs: list[Log]) -> Run:
