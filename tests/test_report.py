@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -551,3 +552,44 @@ def test_a_figure_from_one_problem_shows_no_interval_and_says_why(report_logs):
     figures = [g.pass_at_1 for g in report.gaps if g.pass_at_1.interval is not None]
     figures += [f for r in report.results for named in r.groups.values() for f in named.values()]
     assert figures and all(0 <= f.low <= f.value <= f.high <= 1 and f.low < f.high for f in figures)
+
+
+@data
+def test_each_comparison_leads_with_a_sentence_that_says_who_won():
+    from heval_inspect.report.render import verdict
+    from heval_inspect.report.stats import compare
+    from heval_inspect.schema import VariantId
+
+    from .test_intervals import first_problems_run
+
+    def some(shift: int):
+        return lambda task, epoch: (sum(map(ord, task)) + epoch + shift) % 3 != 0
+
+    strong = first_problems_run("strong", lambda task, epoch: True)
+    weak = first_problems_run("weak", some(0))
+    twin = first_problems_run("twin", some(1))
+    c = compare(strong, weak)
+    d = c.differences[0]
+    assert (d.figure, d.group) == ("pass@1", "sample_weighted") and d.high < 0
+    assert verdict(c) == (
+        f"weak is worse than strong on humaneval_infilling (sample_weighted) by "
+        f"{100 * -d.difference:.1f} points of pass@1 (weak minus strong: {100 * d.difference:+.1f}"
+        f" [{100 * d.low:+.1f}, {100 * d.high:+.1f}]); a difference this large would arise by "
+        f"chance with p {p_value(d.p_value)}."
+    )
+    c = compare(weak, twin)
+    d = c.differences[0]
+    assert d.low < 0 < d.high
+    said = verdict(c)
+    assert said.startswith(
+        f"twin and weak cannot be told apart on humaneval_infilling (sample_weighted): twin minus "
+        f"weak is {100 * d.difference:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}] points"
+    )
+    detectable = f"{100 * d.minimum_detectable:.1f}"
+    assert said.endswith(f"would detect is about {detectable} points (80% power)."), said
+    # A variant gap says what the variant costs the run.
+    renamed = replace(weak, name="strong", variant=VariantId("renamed", 2))
+    assert verdict(compare(strong, renamed)).startswith(
+        f"renamed costs strong {100 * -compare(strong, renamed).differences[0].difference:.1f} "
+        "points of pass@1 on humaneval_infilling (sample_weighted) (the variant minus the original"
+    )

@@ -22,7 +22,7 @@ from rich.text import Text
 from .build import Report
 from .failures import KINDS
 from .plots import all_plots
-from .stats import Figure, Results
+from .stats import Comparison, Difference, Figure, Results
 
 CAPTIONS = {
     "pass1": "pass@1 of each run per subset and blend; bars: 95% intervals (clustered by problem).",
@@ -31,6 +31,8 @@ CAPTIONS = {
     "differences": "Paired differences in pass@1 (run minus baseline) with 95% intervals.",
 }
 HEADLINE = "sample_weighted"
+# The first section, where the report has comparisons: each one's verdict in a sentence.
+VERDICTS = "Verdicts"
 TERMINAL_WIDTH = 100
 
 
@@ -67,6 +69,68 @@ def _epochs(result: Results) -> str:
 
 def _counted(count: int, what: str) -> str:
     return f"{count} {what}" + ("" if count == 1 else "s")
+
+
+def verdicts(report: Report) -> list[str]:
+    """Each comparison's verdict in one sentence, on its headline figure: the first pass@k (the
+    smallest k) of the headline group, as the task's log leads with it."""
+    return [verdict(c) for c in report.comparisons if c.differences]
+
+
+def _points(value: float) -> str:
+    return number(100 * value, 1)
+
+
+def verdict(c: Comparison) -> str:
+    """Who won, by how much, and how surely; or that the runs cannot be told apart, and what
+    difference their tasks could have shown."""
+    d = c.differences[0]
+    on = c.other.task if d.group in ("", c.other.task) else f"{c.other.task} ({d.group})"
+    p = p_value(d.p_value)
+    chance = f"p {p}" if p.startswith("<") else f"p = {p}"
+    told_apart = not math.isnan(d.low) and (d.low > 0 or d.high < 0)
+    if c.variant_gap:
+        variant, run = c.other.variant.name, c.other.name
+        if told_apart:
+            moves = "costs" if d.difference < 0 else "gains"
+            return (
+                f"{variant} {moves} {run} {_points(abs(d.difference))} points of {d.figure} on "
+                f"{on} (the variant minus the original: {_difference(d)}); a gap this large "
+                f"would arise by chance with {chance}."
+            )
+        return (
+            f"{variant} changes {run}'s {d.figure} on {on} by no amount these {d.tasks} tasks can "
+            f"tell from chance: {_difference(d)} points ({chance}); the smallest gap they would "
+            f"detect is about {_points(d.minimum_detectable)} points (80% power)."
+        )
+    other, baseline = _names(c)
+    if told_apart:
+        better = "better" if d.difference > 0 else "worse"
+        return (
+            f"{other} is {better} than {baseline} on {on} by {_points(abs(d.difference))} "
+            f"points of {d.figure} ({other} minus {baseline}: {_difference(d)}); a difference "
+            f"this large would arise by chance with {chance}."
+        )
+    return (
+        f"{other} and {baseline} cannot be told apart on {on}: {other} minus {baseline} is "
+        f"{_difference(d)} points of {d.figure} ({chance}); the smallest difference these "
+        f"{d.tasks} tasks would detect is about {_points(d.minimum_detectable)} points (80% "
+        "power)."
+    )
+
+
+def _difference(d: Difference) -> str:
+    """The difference in points, signed, with its 95% interval."""
+    if math.isnan(d.low):
+        return f"{100 * d.difference:+.1f} (one problem: no interval)"
+    return f"{100 * d.difference:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
+
+
+def _names(c: Comparison) -> tuple[str, str]:
+    """What tells the two runs apart in a sentence: their names, else their full labels."""
+    if c.other.name != c.baseline.name:
+        return c.other.name, c.baseline.name
+    return c.other.label, c.baseline.label
 
 
 def runs_tables(report: Report) -> dict[str, list[dict]]:
@@ -305,6 +369,8 @@ def _tables(tables: "Tables | tuple[Tables, ...]", report: Report) -> dict[str, 
 
 def markdown(report: Report) -> str:
     parts = ["# heval-inspect report\n"]
+    if said := verdicts(report):
+        parts.append(f"## {VERDICTS}\n\n" + "".join(f"- {sentence}\n" for sentence in said))
     for title, _, tables, text in SECTIONS:
         parts.append(f"## {title}\n\n{text}\n")
         found = _tables(tables, report)
@@ -329,6 +395,10 @@ def terminal(report: Report, console: Console | None = None) -> None:
         console = Console()
         told = console.is_terminal or "COLUMNS" in os.environ
         console = Console(width=min(console.width, TERMINAL_WIDTH) if told else TERMINAL_WIDTH)
+    if said := verdicts(report):
+        console.rule(f"[bold]{VERDICTS}", align="left")
+        for sentence in said:
+            console.print(Text(sentence), overflow="fold")
     for title, name, tables, _ in SECTIONS:
         found = {t: rows for t, rows in _tables(tables, report).items() if rows}
         if name == "results":
@@ -504,6 +574,10 @@ def html_page(report: Report) -> str:
         f"<title>heval-inspect report</title><style>{STYLE}</style></head><body>",
         "<h1>heval-inspect report</h1>",
     ]
+    if said := verdicts(report):
+        parts.append(f"<h2>{VERDICTS}</h2><ul>")
+        parts += [f"<li>{html.escape(sentence)}</li>" for sentence in said]
+        parts.append("</ul>")
     for title, name, tables, text in SECTIONS:
         parts.append(f'<h2>{html.escape(title)}</h2><p class="lead">{html.escape(text)}</p>')
         found = _tables(tables, report)
