@@ -450,6 +450,9 @@ def test_the_command_prints_and_writes_the_report(report_logs, tmp_path):
     assert max(len(line) for line in lines if str(out) not in line) <= 100
     for section in ("Runs", "Results", "Paired comparison", "Why they fail", "pass@1 by gap"):
         assert any(line.startswith(f"{section} ─") for line in lines), section
+    # The verdict first, in words.
+    assert lines[0].startswith("Verdicts ─")
+    assert lines[1].startswith("mutant is worse than canonical")
     tables = re.split(r"\n\s*\n", run.stdout)
     for name in ("canonical (humaneval", "mutant (humaneval", "replayed (humaneval_infilling"):
         assert sum(name in table for table in tables) >= 2, name

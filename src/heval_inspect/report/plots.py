@@ -50,9 +50,11 @@ def all_plots(report: Report) -> dict[str, str]:
     with plt.rc_context(STYLE):
         plots = {
             "pass1": pass1_by_group(report),
-            "passk": pass_at_k(report),
             "failures": failure_kinds(report),
         }
+        # Against k only where a run has more than one k to show.
+        if any(len(result.pass_at) > 1 for result in report.results):
+            plots["passk"] = pass_at_k(report)
         if report.comparisons:
             plots["differences"] = differences(report)
     return plots
@@ -150,7 +152,7 @@ def failure_kinds(report: Report) -> str:
 def differences(report: Report) -> str:
     """Each paired difference in pass@1 (other minus baseline) with its 95% interval."""
     items = [
-        (f"{c.other.name} - {c.baseline.name} | {d.group}", d)
+        (f"{c.short_title} | {d.group}", d)
         for c in report.comparisons
         for d in c.differences
         if d.figure == "pass@1"

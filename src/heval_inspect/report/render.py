@@ -335,8 +335,10 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 # What makes a section's tables (by their titles) from the report.
 Tables = Callable[[Report], dict[str, list[dict]]]
 SECTIONS = (
-    ("Runs", "runs", runs_tables,
-     "Each run, with the logs it was read from and the shards merged."),
+    ("Runs", "runs", runs_tables, (
+        "Each run, with the logs it was read from and the shards merged. A run is labelled by "
+        "its name, its task and the task's version (`humaneval 4-A`: runs of different numbers "
+        "are not compared, CHANGELOG.md says what each changed), and its variant, if any.")),
     ("Results", "results", results_tables, (
         "Each figure with its 95% interval: Wilson's interval on the effective number of tasks "
         "(the clustering by HumanEval problem taken into account), its end towards 0 or 1 "
@@ -372,12 +374,12 @@ def markdown(report: Report) -> str:
     if said := verdicts(report):
         parts.append(f"## {VERDICTS}\n\n" + "".join(f"- {sentence}\n" for sentence in said))
     for title, _, tables, text in SECTIONS:
+        found = {subtitle: rows for subtitle, rows in _tables(tables, report).items() if rows}
+        if not found:
+            continue
         parts.append(f"## {title}\n\n{text}\n")
-        found = _tables(tables, report)
         for subtitle, rows in found.items():
             parts.append((f"### {subtitle}\n\n" if subtitle else "") + markdown_table(rows))
-        if not found:
-            parts.append("(none)\n")
     if report.notes:
         parts.append("## Notes\n\n" + "".join(f"- {note}\n" for note in report.notes))
     return "\n".join(parts)
@@ -555,9 +557,13 @@ def html_table(rows: list[dict], name: str) -> str:
     )
 
 
+# Columns of lists that wrap (anywhere): a run of shards names several long files, a variant
+# gap's flips hundreds of task ids.
+WRAPPED_COLUMNS = ("logs", "task ids")
+
+
 def _html_cell(column: str, value: object) -> str:
-    # File names wrap (anywhere): a run of shards names several long ones.
-    wrap = ' class="files"' if column == "logs" else ""
+    wrap = ' class="files"' if column in WRAPPED_COLUMNS else ""
     return f"<td{wrap}>{html.escape(str(value))}</td>"
 
 
@@ -579,16 +585,16 @@ def html_page(report: Report) -> str:
         parts += [f"<li>{html.escape(sentence)}</li>" for sentence in said]
         parts.append("</ul>")
     for title, name, tables, text in SECTIONS:
+        found = {subtitle: rows for subtitle, rows in _tables(tables, report).items() if rows}
+        if not found:  # e.g. pass@1 by gap, of HumanEval alone: no section to show
+            continue
         parts.append(f'<h2>{html.escape(title)}</h2><p class="lead">{html.escape(text)}</p>')
-        found = _tables(tables, report)
         for index, (subtitle, rows) in enumerate(found.items()):
             if subtitle:
                 parts.append(f"<h3>{html.escape(subtitle)}</h3>")
             parts.append(html_table(rows, name if len(found) == 1 else f"{name}-{index + 1}"))
-        if not found:
-            parts.append(html_table([], name))
         if name == "results":
-            parts += [_figure(plots, "pass1"), _figure(plots, "passk")]
+            parts += [_figure(plots, plot) for plot in ("pass1", "passk") if plot in plots]
         elif name == "differences" and "differences" in plots:
             parts.append(_figure(plots, "differences"))
         elif name == "failures":

@@ -236,6 +236,15 @@ class Comparison:
         )
 
     @property
+    def short_title(self) -> str:
+        """The comparison named by what tells its runs apart (a plot's label)."""
+        if self.variant_gap:
+            return f"{self.other.name}: {self.other.variant.name} - original"
+        if self.other.name != self.baseline.name:
+            return f"{self.other.name} - {self.baseline.name}"
+        return f"{self.other.label} - {self.baseline.label}"
+
+    @property
     def title(self) -> str:
         if self.variant_gap:
             run = f"{self.other.name} ({self.other.task} {self.other.version})"
