@@ -66,7 +66,8 @@ def test_a_report_of_figures_at_0_or_1_writes_every_view(edge, tmp_path, runs):
     assert run.returncode == 0, run.stderr
     assert {path.name for path in out.iterdir()} == OUTPUTS
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert page.count("<svg") == 3 + (len(runs) > 1)  # pass@1, pass@k, failures, differences
+    # pass@1, failures, differences; no pass@k against k: each run has one k
+    assert page.count("<svg") == 2 + (len(runs) > 1)
     results = _rows(out / "results.csv")
     _bounded(results, "value", 0.0)
     _bounded(_rows(out / "differences.csv"), "difference", -1.0)
@@ -138,7 +139,7 @@ def test_every_view_draws_figures_within_float_error_of_0_and_1(edge, error, cap
                          for g, named in result.groups.items()}  # fmt: skip
         result.pass_at = {k: nudged(f) for k, f in result.pass_at.items()}
     page = html_page(report)
-    assert page.count("<svg") == 4
+    assert page.count("<svg") == 3  # pass@1, failures, differences (one k: no pass@k against k)
     text = markdown(report)
     terminal(report)
     printed = capsys.readouterr().out

@@ -400,7 +400,9 @@ def terminal(report: Report, console: Console | None = None) -> None:
     if said := verdicts(report):
         console.rule(f"[bold]{VERDICTS}", align="left")
         for sentence in said:
-            console.print(Text(sentence), overflow="fold")
+            # Broken between words, never inside an interval.
+            words = re.findall(r"\S*\[[^\]]*\]\S*|\S+", sentence)
+            console.print(Text("\n".join(_wrapped(words, console.width))), overflow="fold")
     for title, name, tables, _ in SECTIONS:
         found = {t: rows for t, rows in _tables(tables, report).items() if rows}
         if name == "results":
