@@ -590,6 +590,9 @@ def test_each_comparison_leads_with_a_sentence_that_says_who_won():
     )
     detectable = f"{100 * d.minimum_detectable:.1f}"
     assert said.endswith(f"would detect is about {detectable} points (80% power)."), said
+    # Runs that pass the same tasks: no spread to size a detectable difference from.
+    copy = replace(weak, name="copy")
+    assert verdict(compare(weak, copy)).endswith("; no task's pass@1 differs between them.")
     # A variant gap says what the variant costs the run.
     renamed = replace(weak, name="strong", variant=VariantId("renamed", 2))
     assert verdict(compare(strong, renamed)).startswith(

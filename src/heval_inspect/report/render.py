@@ -100,8 +100,7 @@ def verdict(c: Comparison) -> str:
             )
         return (
             f"{variant} changes {run}'s {d.figure} on {on} by no amount these {d.tasks} tasks can "
-            f"tell from chance: {_difference(d)} points ({chance}); the smallest gap they would "
-            f"detect is about {_points(d.minimum_detectable)} points (80% power)."
+            f"tell from chance: {_difference(d)} points ({chance})" + _detectable(d, "gap")
         )
     other, baseline = _names(c)
     if told_apart:
@@ -113,9 +112,18 @@ def verdict(c: Comparison) -> str:
         )
     return (
         f"{other} and {baseline} cannot be told apart on {on}: {other} minus {baseline} is "
-        f"{_difference(d)} points of {d.figure} ({chance}); the smallest difference these "
-        f"{d.tasks} tasks would detect is about {_points(d.minimum_detectable)} points (80% "
-        "power)."
+        f"{_difference(d)} points of {d.figure} ({chance})" + _detectable(d, "difference")
+    )
+
+
+def _detectable(d: Difference, what: str) -> str:
+    """The end of a sentence on runs that cannot be told apart: the smallest difference their
+    tasks would detect, or, where no task differs, that (there is no spread to size it from)."""
+    if d.other_better == d.baseline_better == 0:
+        return f"; no task's {d.figure} differs between them."
+    return (
+        f"; the smallest {what} these {d.tasks} tasks would detect is about "
+        f"{_points(d.minimum_detectable)} points (80% power)."
     )
 
 
@@ -337,8 +345,9 @@ Tables = Callable[[Report], dict[str, list[dict]]]
 SECTIONS = (
     ("Runs", "runs", runs_tables, (
         "Each run, with the logs it was read from and the shards merged. A run is labelled by "
-        "its name, its task and the task's version (`humaneval 4-A`: runs of different numbers "
-        "are not compared, CHANGELOG.md says what each changed), and its variant, if any.")),
+        "its name, its task and the task's version, and its variant, if any: in humaneval 4-A, "
+        "4 goes up when a change can move scores (runs of different numbers are not compared) "
+        "and A when the task's arguments change; CHANGELOG.md says what each version changed.")),
     ("Results", "results", results_tables, (
         "Each figure with its 95% interval: Wilson's interval on the effective number of tasks "
         "(the clustering by HumanEval problem taken into account), its end towards 0 or 1 "
