@@ -11,6 +11,7 @@ registered with Inspect when the package is imported:
 """
 
 import json
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httpx
@@ -34,6 +35,34 @@ STOP_REASONS: dict[str, StopReason] = {
 
 def _stop_reason(reason: str | None) -> StopReason:
     return STOP_REASONS.get(reason or "", "unknown")
+
+
+def _completions_body(
+    model: str, request: FimRequest, config: GenerateConfig, seed: str
+) -> dict[str, Any]:
+    """A request in OpenAI's completions shape (Mistral's FIM and OpenAI-compatible endpoints),
+    the seed under the service's own name."""
+    return {
+        "model": model,
+        "prompt": request.prefix,
+        "suffix": request.suffix,
+        "max_tokens": config.max_tokens,
+        **_sampling(config, seed=seed),
+    }
+
+
+def _completions_answer(
+    response: dict[str, Any], text_of: Callable[[dict[str, Any]], str | None]
+) -> Answer:
+    """An answer in OpenAI's completions shape: its first choice's text (where the service puts
+    it), why it stopped, and the usage."""
+    choice, usage = response["choices"][0], response.get("usage") or {}
+    return Answer(
+        text=text_of(choice) or "",
+        stop_reason=_stop_reason(choice.get("finish_reason")),
+        input_tokens=usage.get("prompt_tokens"),
+        output_tokens=usage.get("completion_tokens"),
+    )
 
 
 def _sampling(config: GenerateConfig, seed: str) -> dict[str, Any]:
@@ -60,22 +89,10 @@ class MistralFimAPI(SuffixFimAPI):
         return "MISTRAL_FIM_BASE_URL", ["MISTRAL_FIM_API_KEY", "MISTRAL_API_KEY"]
 
     def body(self, request: FimRequest, config: GenerateConfig) -> dict[str, Any]:
-        return {
-            "model": self.served_model,
-            "prompt": request.prefix,
-            "suffix": request.suffix,
-            "max_tokens": config.max_tokens,
-            **_sampling(config, seed="random_seed"),
-        }
+        return _completions_body(self.served_model, request, config, seed="random_seed")
 
     def answer(self, response: dict[str, Any]) -> Answer:
-        choice, usage = response["choices"][0], response.get("usage") or {}
-        return Answer(
-            text=choice["message"]["content"] or "",
-            stop_reason=_stop_reason(choice.get("finish_reason")),
-            input_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
-        )
+        return _completions_answer(response, lambda choice: choice["message"]["content"])
 
 
 @modelapi("openai-fim")
@@ -115,22 +132,10 @@ class OpenAIFimAPI(SuffixFimAPI):
         return self.model_name.partition("/")[2]
 
     def body(self, request: FimRequest, config: GenerateConfig) -> dict[str, Any]:
-        return {
-            "model": self.served_model,
-            "prompt": request.prefix,
-            "suffix": request.suffix,
-            "max_tokens": config.max_tokens,
-            **_sampling(config, seed="seed"),
-        }
+        return _completions_body(self.served_model, request, config, seed="seed")
 
     def answer(self, response: dict[str, Any]) -> Answer:
-        choice, usage = response["choices"][0], response.get("usage") or {}
-        return Answer(
-            text=choice["text"] or "",
-            stop_reason=_stop_reason(choice.get("finish_reason")),
-            input_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
-        )
+        return _completions_answer(response, lambda choice: choice["text"])
 
 
 @modelapi("ollama-fim")
