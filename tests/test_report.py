@@ -559,8 +559,8 @@ def test_a_figure_from_one_problem_shows_no_interval_and_says_why(report_logs):
 
 @data
 def test_each_comparison_leads_with_a_sentence_that_says_who_won():
-    from heval_inspect.report.render import verdict
     from heval_inspect.report.stats import compare
+    from heval_inspect.report.verdicts import verdict
     from heval_inspect.schema import VariantId
 
     from .test_intervals import first_problems_run
