@@ -17,9 +17,11 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from heval_inspect.data import HUMANEVAL, load_official
-from heval_inspect.sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT, SANDBOX_DIR
+from heval_inspect.sandbox import DEFAULT_MEMORY_MIB, DEFAULT_TIMEOUT
 from heval_inspect.score import NOT_TAKEN
 from heval_inspect.tasks import humaneval_infilling
+
+from .own_containers import OwnProjects, project_containers
 
 HEVAL_INSPECT = str(Path(sys.executable).with_name("heval-inspect"))
 INSPECT = str(Path(sys.executable).with_name("inspect"))
@@ -114,14 +116,24 @@ def test_score_without_docker_says_so_in_one_line_and_fails(tmp_path, fault, say
     assert answer.stdout == ""
 
 
-def sandbox_containers() -> set[str]:
-    """The containers of pools started from this checkout's compose file (running or not)."""
-    listing = subprocess.run(
-        ["docker", "ps", "-a", "-q", "--filter",
-         f"label=com.docker.compose.project.working_dir={SANDBOX_DIR}"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return set(listing.stdout.split())
+def run_watched(
+    command: list[str], environment: dict[str, str]
+) -> tuple[subprocess.Popen, OwnProjects]:
+    """The command started, and the compose projects it (and its descendants) names as it runs:
+    its own containers, told apart from other runs' on the engine (tests/own_containers.py)."""
+    run = subprocess.Popen(
+        command,
+        env=os.environ | {"HEVAL_POOL_SIZE": "1"} | environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return run, OwnProjects(pid=run.pid, every_seconds=0.05)
+
+
+def left_behind(projects: OwnProjects) -> set[str]:
+    """The run's containers still on the engine (running or not), once it has ended."""
+    return project_containers(projects.stop(), stopped_too=True)
 
 
 @pytest.mark.docker
@@ -135,27 +147,22 @@ def sandbox_containers() -> set[str]:
     ],
 )
 def test_score_with_a_sandbox_that_cannot_start_says_why_in_one_line(tmp_path, variable, value):
-    before = sandbox_containers()
-    answer = score(tmp_path, {variable: value})
-    assert answer.returncode == 1
-    [line] = answer.stderr.splitlines()
+    run, projects = run_watched([HEVAL_INSPECT, *score_command(tmp_path)], {variable: value})
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 1
+    [line] = stderr.splitlines()
     # What to change, and docker's own words, which name the value.
     assert line.startswith("heval-inspect: ") and variable in line and value in line, line
-    assert sandbox_containers() <= before  # nothing left behind
+    assert left_behind(projects) == set()
+    # Where containers were made (they could not start), the watcher saw whose they were.
+    assert variable != "HEVAL_SANDBOX_RUNTIME" or projects.projects
 
 
 @pytest.mark.docker
 # From a moment in the import of the package (which takes seconds) to one where programs run.
 @pytest.mark.parametrize("moment", [0.2, 1.0, 2.0, 3.0, 4.0, "scoring"])
 def test_score_interrupted_with_ctrl_c_at_any_moment_says_so_in_one_line(tmp_path, moment):
-    before = sandbox_containers()
-    run = subprocess.Popen(
-        [HEVAL_INSPECT, *score_command(tmp_path, count=20, seconds=1)],
-        env=os.environ | {"HEVAL_POOL_SIZE": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run, projects = run_watched([HEVAL_INSPECT, *score_command(tmp_path, count=20, seconds=1)], {})
     said = []
     if moment == "scoring":
         while "programs" not in (line := run.stderr.readline()):  # its programs run
@@ -179,7 +186,8 @@ def test_score_interrupted_with_ctrl_c_at_any_moment_says_so_in_one_line(tmp_pat
     if moment == "scoring":
         assert logs, "".join(lines)
     assert stdout == ""
-    assert sandbox_containers() <= before  # the pool was taken down on the way out
+    assert left_behind(projects) == set()  # the pool was taken down on the way out
+    assert moment != "scoring" or projects.projects  # (its containers were seen)
 
 
 # The command, with the package's import (`heval_inspect.cli`) replaced by a module whose
@@ -265,20 +273,14 @@ sys.exit(main(sys.argv[2:]))
 @pytest.mark.docker
 @pytest.mark.parametrize("step", ["standalone_pool", "eval_async"])
 def test_score_interrupted_while_it_starts_says_so_in_one_line(tmp_path, step):
-    before = sandbox_containers()
-    answer = subprocess.run(
-        [sys.executable, "-c", INTERRUPTED_IN, step, *score_command(tmp_path)],
-        env=os.environ | {"HEVAL_POOL_SIZE": "1"},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
-    assert answer.returncode == 130, answer.stderr
-    [line] = answer.stderr.splitlines()
+    command = [sys.executable, "-c", INTERRUPTED_IN, step, *score_command(tmp_path)]
+    run, projects = run_watched(command, {})
+    _, stderr = run.communicate(timeout=300)
+    assert run.returncode == 130, stderr
+    [line] = stderr.splitlines()
     assert line.startswith("heval-inspect: interrupted (Ctrl-C)")
     assert not (tmp_path / "logs").exists()
-    assert sandbox_containers() <= before
+    assert left_behind(projects) == set()
 
 
 RIGHT, WRONG = "    return 42\n", "    return 41\n"
