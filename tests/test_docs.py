@@ -37,7 +37,7 @@ def test_docs_fim_table_has_every_family_with_its_layout_order_and_stop_tokens()
 def test_docs_tables_name_every_figure_and_blend_the_metric_reports():
     from heval_inspect.metrics import HEADLINE_BLEND, HEADLINE_STDERR, MEAN_FIGURES
 
-    figures = ["pass@k", *MEAN_FIGURES, "..._stderr", HEADLINE_STDERR, "samples"]
+    figures = ["pass@k", *MEAN_FIGURES, "..._stderr", HEADLINE_STDERR]
     for name in figures:
         assert f"| `{name}` |" in METRICS, name
     for prefix in (HEADLINE_BLEND, "mean_of_subsets/", "problem_macro/"):

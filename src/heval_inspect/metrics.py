@@ -6,15 +6,16 @@ al., 2021), and the mean over its epochs of each exact-match score. Figures are 
 per-task values:
 
 - a run of one set (HumanEval, one infilling subset, a problem file): `pass@k`, `exact_match`,
-  `exact_match_stripped`, each with its standard error (`..._stderr`), and `samples`;
+  `exact_match_stripped`, each with its standard error (`..._stderr`);
 - a run of several infilling subsets: each subset on its own (`single_line/pass@1`, ...) and three
   blends, named for what they are: `sample_weighted/` (mean over all tasks, the run's headline),
   `mean_of_subsets/` (unweighted mean of the subset figures, what lm-evaluation-harness reports)
   and `problem_macro/` (mean over HumanEval problems of the mean of each problem's tasks).
 
 The first figure is the headline (pass@k for the smallest k, over the whole run), followed by
-`stderr`, its standard error again under the name Inspect's log list and `evals_df` read; then the
-other pass@k figures, then exact match, then every standard error, then the counts.
+`stderr`, its standard error, under the name Inspect's log list and `evals_df` read (and only
+there: each figure once); then the other pass@k figures, then exact match, then every other
+standard error. Inspect counts the samples itself.
 
 Tasks cut from the same HumanEval problem are not independent, so every standard error is
 clustered by problem: for a figure T = sum_i w_i x_i (weights summing to 1) over G problems,
@@ -211,7 +212,11 @@ def humaneval_metrics(  # inspect-evals-lint: ignore[IETS008] -- tested by real 
             # Before any sample is scored (Inspect's live display asks at the start), the
             # headline is undefined, yet named: the task declares it as its headline metric.
             return {headline_name(ks, bool(per_subset)): math.nan}
-        return summarise(_tasks(scores, cluster), ks, per_subset)
+        figures = summarise(_tasks(scores, cluster), ks, per_subset)
+        # The log shows each figure once: the headline's standard error only under the name
+        # Inspect reads it by (`summarise` keeps both, for the report's uniform lookups).
+        del figures[f"{next(iter(figures))}_stderr"]
+        return figures
 
     return compute
 
@@ -219,7 +224,9 @@ def humaneval_metrics(  # inspect-evals-lint: ignore[IETS008] -- tested by real 
 def summarise(
     tasks: TaskColumns, ks: list[int], per_subset: bool | None = None
 ) -> dict[str, float]:
-    """Every figure of a run, from its task columns, under the names the log uses.
+    """Every figure of a run, from its task columns, under the names the log uses; the
+    headline's standard error twice, as `stderr` and as the others are named (the log keeps the
+    first).
 
     The metric's computation, also used by `heval-inspect report` on the tasks it reads from logs
     (and merges from shards), so that both give the same numbers.
@@ -228,7 +235,7 @@ def summarise(
     # told why when it started (KTooLargeWarning).
     values = task_values(tasks, reportable_ks(tasks, ks))
     problem_index = problem_numbers(tasks.problem)
-    rows, counts = blends(tasks.subset, tasks.problem, per_subset)
+    rows = blends(tasks.subset, tasks.problem, per_subset)
     estimates: dict[str, float] = {}
     errors: dict[str, float] = {}
     for name, all_values in values.items():
@@ -242,7 +249,7 @@ def summarise(
             )
     lead = next(iter(estimates))
     headline = {lead: estimates[lead], HEADLINE_STDERR: errors[f"{lead}_stderr"]}
-    return headline | estimates | errors | counts
+    return headline | estimates | errors
 
 
 def reportable_ks(tasks: TaskColumns, ks: list[int]) -> list[int]:
@@ -263,8 +270,8 @@ def problem_numbers(problems: np.ndarray) -> np.ndarray:
 
 def blends(
     subsets: np.ndarray, problems: np.ndarray, per_subset: bool | None = None
-) -> tuple[dict[str, np.ndarray], dict[str, float]]:
-    """The weights of each reported group of tasks, by its name's prefix, and the counts.
+) -> dict[str, np.ndarray]:
+    """The weights of each reported group of tasks, by its name's prefix.
 
     One set: {"": every task}. Several subsets (or `per_subset`): the headline blend
     (`sample_weighted/`), each subset in the usual order, `mean_of_subsets/` (each subset weighs
@@ -278,7 +285,7 @@ def blends(
     size_of = dict(zip(names, sizes, strict=True))
     everything = np.ones(len(subsets))
     if not (len(names) > 1 if per_subset is None else per_subset):
-        return {"": everything}, {"samples": float(len(subsets))}
+        return {"": everything}
     ordered = sorted(names, key=subset_order)
     rows = (
         {HEADLINE_BLEND: everything}
@@ -288,8 +295,7 @@ def blends(
             "problem_macro/": 1.0 / tasks_per_problem[problem_index],
         }
     )
-    counts = {f"{subset}/samples": float(size_of[subset]) for subset in ordered}
-    return rows, counts
+    return rows
 
 
 def _tasks(scores: list[SampleScore], cluster: str) -> TaskColumns:

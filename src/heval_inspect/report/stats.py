@@ -114,7 +114,7 @@ def results(run: Run) -> Results:
     ks = reportable_ks(tasks, run.ks)
     figures = summarise(tasks, ks, run.per_subset)
     values = task_values(tasks, ks)
-    rows, _ = blends(tasks.subset, tasks.problem, run.per_subset)
+    rows = blends(tasks.subset, tasks.problem, run.per_subset)
     groups: dict[str, dict[str, Figure]] = {}
     counts: dict[str, int] = {}
     for prefix, weights in rows.items():
@@ -293,7 +293,7 @@ def compare(baseline: Run, other: Run) -> Comparison:
     a, b = tasks_of(baseline, common), tasks_of(other, common)
     ks = sorted(set(reportable_ks(a, baseline.ks)) & set(reportable_ks(b, other.ks))) or []
     values_a, values_b = task_values(a, ks), task_values(b, ks)
-    rows, _ = blends(a.subset, a.problem, baseline.per_subset)
+    rows = blends(a.subset, a.problem, baseline.per_subset)
     differences = []
     flips = {}
     for name in values_a:
