@@ -530,3 +530,62 @@ def test_a_key_refused_mid_run_ends_the_sample_with_one_line(protocol, monkeypat
     _, error = fails_after_the_probe(protocol, monkeypatch, "key_refused", EndpointError)
     message = str(error)
     assert "\n" not in message and "401" in message and "the key was refused" in message
+
+
+def generate_with_retries(protocol, monkeypatch, fault: str | None, max_retries: int):
+    """The error one generation raises through Inspect's own retries (Model.generate), from a
+    fake whose every request after the probe fails with `fault`, or that is gone (None)."""
+    request = FimRequest(prefix="a = ", suffix="\n")
+    config = GenerateConfig(max_retries=max_retries)
+    with FimEndpointFake(protocol, ONE_RECORD, key=KEY, fault=fault, fault_after=2) as fake:
+        use_fake(monkeypatch, fake)
+        model = fresh_model(model_name(protocol, "perfect"))
+        if fault is not None:
+            with pytest.raises(Exception) as raised:
+                asyncio.run(model.generate([request.as_message()], config=config))
+            return raised.value
+    with pytest.raises(Exception) as raised:  # the server went away after the probe
+        asyncio.run(model.generate([request.as_message()], config=config))
+    return raised.value
+
+
+# Inspect's own end of retries is tenacity's RetryError, which names neither the server nor its
+# words: the last attempt the run allows ends the sample with them instead. With one retry, the
+# count runs across Inspect's calls of the provider (a wait of 3 to 6 s between them).
+@pytest.mark.parametrize(
+    "protocol, retries, tried",
+    [("ollama", 0, "tried once"), ("mistral", 1, "tried 2 times in")],
+)
+def test_a_server_error_that_persists_ends_the_sample_with_the_servers_words(
+    protocol, retries, tried, monkeypatch
+):
+    error = generate_with_retries(protocol, monkeypatch, "server_error", retries)
+    assert isinstance(error, EndpointError), repr(error)
+    message = str(error)
+    assert SERVER_ERROR_MESSAGE in message and "500" in message and ROUTES[protocol] in message
+    assert tried in message and "--max-retries" in message and "\n" not in message
+
+
+def test_a_server_gone_mid_run_ends_the_sample_naming_it(monkeypatch):
+    error = generate_with_retries("llama_cpp", monkeypatch, None, 0)
+    assert isinstance(error, EndpointError), repr(error)
+    assert "no answer from" in str(error) and ROUTES["llama_cpp"] in str(error)
+
+
+@pytest.mark.data
+def test_eval_set_runs_a_task_whose_solver_asks_the_model(tmp_path):
+    # `inspect eval-set` lists each task's plan for its display with no model active (`none`):
+    # the tasks' check for `--model none` must not stop such a run. Canonical answers only, so
+    # the local sandbox runs them.
+    with FimEndpointFake("ollama", load_official(HUMANEVAL)[:2], key=KEY) as fake:
+        ran = subprocess.run(
+            [str(Path(sys.executable).with_name("inspect")), "eval-set", "heval_inspect/humaneval",
+             "--model", "ollama-fim/perfect", "-T", "sandbox=local", "--limit", "2",
+             "--log-dir", str(tmp_path), "--retry-attempts", "0", "--display", "none"],
+            env=os.environ | {"OLLAMA_FIM_BASE_URL": fake.url, "OLLAMA_FIM_API_KEY": KEY},
+            capture_output=True, text=True, check=False, timeout=300,
+        )  # fmt: skip
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    [log_file] = tmp_path.glob("*.eval")
+    log = read_eval_log(str(log_file))
+    assert log.status == "success" and log.results.scores[0].metrics["pass@1"].value == 1.0

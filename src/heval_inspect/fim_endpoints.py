@@ -15,16 +15,19 @@ placeholder key) sends nothing.
 
 Every error names the provider, the endpoint, the status and the server's own words: a refusal
 (4xx other than 408 and 429) ends the sample as an EndpointError saying what to check; a server
-error (5xx, 408, 429) or an answer that is not the JSON the API documents is a ServerError, which
-Inspect retries. Each protocol reads its service's current response fields and the older ones
-where servers still send them (llama.cpp's `stop_type` and its `stopped_*` flags; Ollama's
-streamed JSON lines, should a server stream whatever the request says).
+error (5xx, 408, 429), an answer that is not the JSON the API documents or a connection that
+fails is retried by Inspect, and the last attempt its `max_retries` or `timeout` allows ends the
+sample as an EndpointError with the same words (Inspect's own end of retries, tenacity's
+RetryError, names none of them). Each protocol reads its service's current response fields and
+the older ones where servers still send them (llama.cpp's `stop_type` and its `stopped_*` flags;
+Ollama's streamed JSON lines, should a server stream whatever the request says).
 """
 
 import json
 import os
 import time
 from abc import abstractmethod
+from contextvars import ContextVar
 from typing import Any, ClassVar
 
 import httpx
@@ -61,14 +64,29 @@ HTTP_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 _PROBED: set[tuple[str, str | None, str]] = set()
 
 
+# The failed attempts at the request in hand: which request (its messages' id), when the first
+# began, how many failed. Inspect retries a request by calling `generate` again in the same
+# asyncio task, so in the same context; a new request, or an answer, starts the count afresh.
+_FAILED_ATTEMPTS: ContextVar[tuple[int, float, int] | None] = ContextVar(
+    "heval_fim_failed_attempts", default=None
+)
+
+
 class ServerError(Exception):
     """A server's failure that a retry may mend: a 5xx or 429 answer, or an answer that is not
     the JSON its API documents. Its message names the provider, the endpoint, the status and
     the server's own words, so that it says what went wrong when the retries run out."""
 
-    def __init__(self, message: str, status: int, retry_after: float | None = None):
+    def __init__(
+        self,
+        message: str,
+        status: int,
+        retry_after: float | None = None,
+        failure: str | None = None,
+    ):
         super().__init__(message)
         self.status, self.retry_after = status, retry_after
+        self.failure = failure or message  # what went wrong, without what the run does next
 
 
 class FimRequest(BaseModel):
@@ -222,14 +240,26 @@ class SuffixFimAPI(ModelAPI):
     ) -> tuple[ModelOutput | Exception, ModelCall]:
         body = self.body(FimRequest.of(input, self.name), config)
         started = time.monotonic()
-        response = await self.client.post(self.url, json=body, headers=self.headers())
-        elapsed = time.monotonic() - started
-        if response.status_code >= 400:
-            if retryable(response.status_code):
+        failed = _FAILED_ATTEMPTS.get()
+        if failed is None or failed[0] != id(input):
+            failed = (id(input), started, 0)
+        try:
+            response = await self.client.post(self.url, json=body, headers=self.headers())
+            if response.status_code >= 400 and not retryable(response.status_code):
+                # Not to be retried, and no sample can get further: the run stops, in one line.
+                raise self.refusal(response)
+            if response.status_code >= 400:
                 raise self.failure(response)  # Inspect retries it (should_retry)
-            # Not to be retried, and no sample can get further: the run stops, in one line.
-            raise self.refusal(response)
-        data, answer = self.read(response)
+            data, answer = self.read(response)
+        except (ServerError, httpx.TransportError) as error:
+            attempts, first = failed[2] + 1, failed[1]
+            _FAILED_ATTEMPTS.set((id(input), first, attempts))
+            if last_attempt(attempts, time.monotonic() - first, config):
+                _FAILED_ATTEMPTS.set(None)
+                raise self.persisted(error, attempts, time.monotonic() - first) from None
+            raise
+        _FAILED_ATTEMPTS.set(None)
+        elapsed = time.monotonic() - started
         output = ModelOutput(
             model=self.model_name,
             choices=[
@@ -266,11 +296,31 @@ class SuffixFimAPI(ModelAPI):
 
     def failure(self, response: httpx.Response) -> ServerError:
         """A retryable error answer, in words that say what went wrong."""
-        return ServerError(
+        failure = (
             f"{self.name}/{self.model_name}: {self.url} failed ({response.status_code}: "
-            f"{server_message(response)}); the run retries it, and stops if it persists.",
+            f"{server_message(response)})"
+        )
+        return ServerError(
+            f"{failure}; the run retries it, and stops if it persists.",
             response.status_code,
             _seconds(response.headers.get("retry-after")),
+            failure,
+        )
+
+    def persisted(self, error: Exception, attempts: int, seconds: float) -> EndpointError:
+        """The error that ends a sample when Inspect's retries run out: what the last attempt
+        met, in the server's own words, and what the user can change."""
+        if isinstance(error, ServerError):
+            what = error.failure
+        else:
+            what = (
+                f"{self.name}/{self.model_name}: no answer from {self.url} "
+                f"({type(error).__name__}: {_one_line(str(error))[:200]})"
+            )
+        tries = "once" if attempts == 1 else f"{attempts} times in {seconds:.0f} s"
+        return EndpointError(
+            f"{what}; tried {tries}, the last the run's retries allow: check the server, or "
+            f"allow more (--max-retries, --timeout)."
         )
 
     def should_retry(self, ex: Exception) -> bool | RetryDecision:
@@ -338,6 +388,15 @@ class SuffixFimAPI(ModelAPI):
                 f"counted {with_suffix} tokens with it, {without} without): use an endpoint "
                 f"or model that fills in the middle, or -M probe=false to run anyway."
             )
+
+
+def last_attempt(attempts: int, seconds: float, config: GenerateConfig) -> bool:
+    """Whether Inspect retries no more after this many failed attempts over these seconds: its
+    stop rule (inspect_ai.model._retry), max_retries retries after the first attempt, or
+    `timeout` seconds since the first began."""
+    if config.max_retries is not None and attempts > config.max_retries:
+        return True
+    return config.timeout is not None and seconds >= config.timeout
 
 
 def retryable(status: int) -> bool:

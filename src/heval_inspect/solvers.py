@@ -65,7 +65,9 @@ class AsksTheModel(Chain):
 
     Inspect makes a task's plan by iterating its solver when no --solver replaces it, before any
     sample runs and outside its sample error handling (inspect_internals.py), so the check is
-    made there: only when this solver is the one that will run.
+    made there: only when this solver is the one that will run. `inspect eval-set` iterates it
+    with each task's model first (for the tasks' identifiers), then again for its display with
+    no model active (`none`): a solver once iterated with a real model is not checked again.
     """
 
     def __init__(self, solver: Solver, name: str) -> None:
@@ -74,6 +76,7 @@ class AsksTheModel(Chain):
         # The task it is the solver of: Inspect resolves every task's plan with the eval's model
         # active, which is not the one asked when the task has a model of its own.
         self.task: Task | None = None
+        self.asked_a_model = False
 
     def __iter__(self) -> Iterator[Solver]:
         if self.task is not None and self.task.model is not None:
@@ -82,7 +85,9 @@ class AsksTheModel(Chain):
             model = get_model()
         except PrerequisiteError:  # no model at all: Inspect says so itself
             model = None
-        if model is not None and str(model) == "none/none":
+        if model is not None and str(model) != "none/none":
+            self.asked_a_model = True
+        elif model is not None and not self.asked_a_model:
             raise NoModelError(
                 f"--model none, but this task's solver ({self.name}) asks a model: add "
                 f"--solver heval_inspect/reference (the canonical answers, no model), -T "
