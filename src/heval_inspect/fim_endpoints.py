@@ -245,6 +245,7 @@ class SuffixFimAPI(ModelAPI):
             failed = (id(input), started, 0)
         try:
             response = await self.client.post(self.url, json=body, headers=self.headers())
+            elapsed = time.monotonic() - started
             if response.status_code >= 400 and not retryable(response.status_code):
                 # Not to be retried, and no sample can get further: the run stops, in one line.
                 raise self.refusal(response)
@@ -259,7 +260,6 @@ class SuffixFimAPI(ModelAPI):
                 raise self.persisted(error, attempts, time.monotonic() - first) from None
             raise
         _FAILED_ATTEMPTS.set(None)
-        elapsed = time.monotonic() - started
         output = ModelOutput(
             model=self.model_name,
             choices=[

@@ -213,10 +213,10 @@ def humaneval_metrics(  # inspect-evals-lint: ignore[IETS008] -- tested by real 
             # headline is undefined, yet named: the task declares it as its headline metric.
             return {headline_name(ks, bool(per_subset)): math.nan}
         figures = summarise(_tasks(scores, cluster), ks, per_subset)
-        # The log shows each figure once: the headline's standard error only under the name
-        # Inspect reads it by (`summarise` keeps both, for the report's uniform lookups).
-        del figures[f"{next(iter(figures))}_stderr"]
-        return figures
+        # The headline first, then its standard error under the name Inspect reads it by (and
+        # only there: the log shows each figure once).
+        lead = next(iter(figures))
+        return {lead: figures[lead], HEADLINE_STDERR: figures.pop(f"{lead}_stderr")} | figures
 
     return compute
 
@@ -224,9 +224,8 @@ def humaneval_metrics(  # inspect-evals-lint: ignore[IETS008] -- tested by real 
 def summarise(
     tasks: TaskColumns, ks: list[int], per_subset: bool | None = None
 ) -> dict[str, float]:
-    """Every figure of a run, from its task columns, under the names the log uses; the
-    headline's standard error twice, as `stderr` and as the others are named (the log keeps the
-    first).
+    """Every figure of a run and its standard error (`..._stderr`), from its task columns, the
+    headline first (the metric logs the headline's error as `stderr`).
 
     The metric's computation, also used by `heval-inspect report` on the tasks it reads from logs
     (and merges from shards), so that both give the same numbers.
@@ -247,9 +246,7 @@ def summarise(
             errors[f"{prefix}{name}_stderr"] = clustered_stderr(
                 figure, share, problem_index[chosen]
             )
-    lead = next(iter(estimates))
-    headline = {lead: estimates[lead], HEADLINE_STDERR: errors[f"{lead}_stderr"]}
-    return headline | estimates | errors
+    return estimates | errors
 
 
 def reportable_ks(tasks: TaskColumns, ks: list[int]) -> list[int]:
