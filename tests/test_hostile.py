@@ -7,9 +7,9 @@ followed, in the same container (one container for the pool, one sample at a tim
 that counts what is left (the container's tasks as its pids cgroup counts them, zombies
 included, and the programs' user's processes; scratch entries; IPC objects; sockets; shared
 memory; the container's memory and that of its other processes; the machine's open files) and
-then asks for 300 MiB, and by two controls answering the canonical solution, the second in a
-program that starts threads and binds a port: every probe must find the container as the first
-probe did, and every control must pass, so no case changes another sample's verdict. No case
+then asks for 300 MiB, and by a control answering the canonical solution in a program that
+starts threads and binds a port: every probe must find the container as the first probe did,
+and every control must pass, so no case changes another sample's verdict. No case
 may reach the executor (no executor lost, no container replaced), and the run, with Inspect's
 default fail-on-error, must end `success`.
 """
@@ -48,7 +48,7 @@ FAKE_VERDICT_LINE = json.dumps(
 
 # clone(2)'s system call number: CLONE_PARENT is not reachable through Python's own API.
 SYS_CLONE = {"x86_64": 56, "aarch64": 220}[platform.machine()]
-# The port the second control binds (no SO_REUSEADDR), which one case leaves in TIME_WAIT.
+# The port the control binds (no SO_REUSEADDR), which one case leaves in TIME_WAIT.
 CONTROL_PORT = 47113
 # Run by small processes: set its own oom_score_adj back to 0 if it can, then hold as much
 # memory as it can in the buffers of socket pairs (as large as the host lets them be), and wait.
@@ -570,10 +570,10 @@ PROBE_FIELDS = re.compile(
 # some of what a program freed cached a little longer; open files are the whole machine's.
 SLACK = {"rss_mib": 16, "memory_mib": 64, "files": 4096}
 
-# After every case, in the same container: the canonical answer, and the canonical answer in a
-# program that starts threads and binds a port (without SO_REUSEADDR).
+# After every case, in the same container: the canonical answer in a program that also starts
+# threads and binds a port (without SO_REUSEADDR), which passes only where the canonical answer
+# alone would, and threads, the port and the process slots they need are as before the case.
 CONTROLS = {
-    "canonical": "CANONICAL",
     "threads and a port": (
         "CANONICAL" + "import socket, threading\n"
         "threads = [threading.Thread(target=sum, args=(range(1000),)) for _ in range(8)]\n"
