@@ -1,6 +1,6 @@
 """Faults around the sandbox: no Docker, a container killed or removed mid-run, an executor killed
 or stopped, residue no program could leave (with the next program already waiting in the
-executor's input), an interrupted run.
+executor's input), a container that stops while the pool replaces another, an interrupted run.
 
 Each is done for real (no engine reachable, `docker kill` / `docker rm -f` of a running pool
 container, signals and processes sent in with `docker exec` as root, SIGINT to a running
@@ -8,6 +8,7 @@ container, signals and processes sent in with `docker exec` as root, SIGINT to a
 `inspect eval-retry` where the run stopped.
 """
 
+import asyncio
 import json
 import os
 import signal
@@ -25,8 +26,10 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from heval_inspect.inspect_internals import PrerequisiteError
 from heval_inspect.sandbox import COMPOSE_FILE, EXECUTOR_SOURCE, EXECUTOR_USER
+from heval_inspect.sandbox import pool as pool_module
 from heval_inspect.sandbox.executor import PROGRAM_UID_BASE
-from heval_inspect.sandbox.pool import PROJECT_PREFIX
+from heval_inspect.sandbox.pool import PROJECT_PREFIX, new_pool
+from heval_inspect.schema import Execution
 from heval_inspect.solvers import reference
 from heval_inspect.tasks import humaneval_infilling
 
@@ -295,6 +298,46 @@ def test_an_executor_that_finds_residue_runs_no_further_program(tmp_path):
         subprocess.run([*compose, "down", "--timeout", "1"], capture_output=True, check=False)
     [first] = answers
     assert first["status"] == "passed" and first["residue"]["processes"] >= 1
+
+
+def test_a_container_stopping_while_another_is_replaced_fails_neither(monkeypatch):
+    # Two programs that leave residue at once (under gVisor, the census's loopback programs): each
+    # executor stops its own container as soon as it has answered, and the pool replaces them one
+    # after the other. Here the second container stops, for real, just after the pool's
+    # `compose up` for the first: the first replacement must count only the container it
+    # started, not find the pool one short.
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "2")
+    real_docker = pool_module.docker
+    stopped: list[str] = []
+
+    async def scenario() -> list[Execution | None]:
+        pool = await new_pool(str(COMPOSE_FILE))
+        try:
+            await pool.start(EXECUTOR_SOURCE)
+            first, second = pool.executors
+
+            async def docker_then_stop_second(*args: str, **options):
+                result = await real_docker(*args, **options)
+                if "up" in args and not stopped:
+                    stopped.append(second.container)
+                    await real_docker("stop", "--time", "0", second.container)
+                return result
+
+            monkeypatch.setattr(pool_module, "docker", docker_then_stop_second)
+            old = {first.container, second.container}
+            await pool.replace(first, first.generation, "the test")
+            await pool.replace(second, second.generation, "the test")
+            assert stopped and {first.container, second.container}.isdisjoint(old)
+            request = {"program": "print('ran')", "seconds": 3, "wall_seconds": 30,
+                       "memory_bytes": 1 << 30, "file_bytes": 1 << 20, "tasks": 64}  # fmt: skip
+            answers = [executor.run(request, 40) for executor in (first, second)]
+            return [answer for answer, _ in await asyncio.gather(*answers)]
+        finally:
+            await pool.stop()
+
+    answers = asyncio.run(scenario())
+    assert [getattr(answer, "verdict", answer) for answer in answers] == ["passed", "passed"]
+    assert [answer.stdout_bytes for answer in answers] == [4, 4]
 
 
 def test_an_interrupted_run_is_completed_by_eval_retry(tmp_path, another_runs_pool):

@@ -74,7 +74,7 @@ class Pool:
                 f"{sandbox_provenance('pool')['base_image']}: make that one Docker has or can "
                 f"pull, or name another with HEVAL_SANDBOX_BASE_IMAGE, then run again."
             )
-        for container in await self.start_containers():
+        for container in await self.start_containers(self.size):
             executor = Executor(container, source)
             await executor.start()
             self.executors.append(executor)
@@ -122,35 +122,47 @@ class Pool:
             await executor.stop()
             async with self.replacing:
                 await docker("rm", "-f", executor.container)
-                executor.container = (await self.start_containers())[0]
+                [executor.container] = await self.start_containers(1)
             logger.info(
                 "heval_pool: replaced sandbox container %s: %s", executor.container[:12], why
             )
             await executor.start()
 
-    async def start_containers(self) -> list[str]:
-        """Bring the pool back to its size; the ids of the containers that were started."""
+    async def start_containers(self, wanted: int) -> list[str]:
+        """Bring the pool back to its size: the ids of the `wanted` containers started for it.
+
+        They are counted among the running containers the pool did not know before, not as the
+        pool's size: another of its containers may stop meanwhile (an executor that finds residue
+        stops its own container at once, before the pool comes to replace it)."""
         known = {executor.container for executor in self.executors}
         command = ("up", "-d", "--no-recreate", "--scale", f"{SERVICE}={self.size}")
-        code, _, error = await docker(*self.compose(*command))
-        for pause in START_RETRY_PAUSES:
+        started: list[str] = []
+        code, up_error = 0, ""
+        for pause in (*START_RETRY_PAUSES, None):
+            code, _, up_error = await docker(*self.compose(*command))
             if code == 0:
+                listed, ids, _ = await docker(*self.compose("ps", "-q", SERVICE))
+                started = [container for container in ids.split() if container not in known]
+                if listed == 0 and len(started) >= wanted:
+                    return started[:wanted]
+            if pause is None:
                 break
             # A container removed from outside (`docker rm -f`) may still be going: the engine
-            # refuses to start the service meanwhile. What does not pass fails below.
+            # refuses to start the service meanwhile. A container that stopped as soon as it
+            # started is started again by the next `up`. What does not pass fails below.
             await asyncio.sleep(pause)
-            code, _, error = await docker(*self.compose(*command))
         if code != 0:
             raise SandboxStartError(
                 f"The sandbox's containers could not be started (`docker compose up`: "
-                f"{last_line(error)}). Fix what Docker says, then run again (their runtime: "
+                f"{last_line(up_error)}). Fix what Docker says, then run again (their runtime: "
                 f"{os.environ.get(RUNTIME_VARIABLE) or 'runc'}, which {RUNTIME_VARIABLE} sets, "
                 f"runc if unset; `docker info` lists the runtimes Docker knows)."
             )
-        code, ids, error = await docker(*self.compose("ps", "-q", SERVICE))
-        if code != 0 or len(ids.split()) != self.size:
-            raise SandboxFailure(f"The sandbox pool did not start {self.size} containers: {error}")
-        return [container for container in ids.split() if container not in known]
+        raise SandboxFailure(
+            f"The sandbox pool needed {wanted} new container(s) and `docker compose ps` lists "
+            f"{len(started)} running: they stopped as soon as they started, or Docker could not "
+            f"list them. `docker compose -p {self.project} logs` says why."
+        )
 
     async def stop(self) -> None:
         for executor in self.executors:
