@@ -493,12 +493,13 @@ RUNSC_CASES: dict[str, str | re.Pattern] = {
     # gVisor's IPC namespace does not take the compose file's shmall: its 200 segments of 8 MiB,
     # written, hold more than the memory limit, and the program is ended for it.
     "System V IPC objects": "timed out",
-    # Under gVisor a process may reserve its memory limit and 2 GiB (executor.py,
+    # Under gVisor a process may reserve its memory limit and 2 GiB (executor/program.py,
     # GVISOR_RESERVATION_BYTES): 8 GiB at once is refused, a MemoryError.
     "asks for 8 GiB at once": "failed: ",
 }
 # Under gVisor, a program that opened a TCP connection leaves its container to be replaced: its
-# network stack keeps the port in TIME_WAIT, where no container setting reaches (executor.py).
+# network stack keeps the port in TIME_WAIT, where no container setting reaches
+# (executor/places.py).
 # So does one that leaves System V IPC objects (gVisor's kernel lets `ipcrm --all` find none of
 # them), and one that changes the warden's scheduling (gVisor's lets it: the check after every
 # program finds it).

@@ -3,7 +3,7 @@ the executor's verdict on a program (its structured cause included), a shard's r
 log's eval metadata (its task version and provenance, data files included).
 
 Nothing here imports the rest of the package: every module that writes or reads these may
-import it. The executor (`sandbox/executor.py`) is shipped into the container as source and
+import it. The executor (`sandbox/executor/`) is shipped into the container as source and
 imports nothing of ours, so it spells the causes out again; a test holds the two lists together.
 """
 
@@ -46,12 +46,12 @@ def is_ours(task_registry_name: str | None) -> TypeGuard[str]:
     return (task_registry_name or "").startswith(TASK_PREFIX)
 
 
-ORIGINAL = "original"  # the tasks as they are published (`-T variant`, variants.py)
+ORIGINAL = "original"  # the tasks as they are published (`-T variant`, variants/)
 
 
 @dataclass(frozen=True)
 class VariantId:
-    """Which variant of the tasks (`-T variant`, variants.py) a sample or a run was made from,
+    """Which variant of the tasks (`-T variant`, variants/) a sample or a run was made from,
     and the version of the generator that built it: the same name from different versions is
     different problems. The original's metadata says nothing of it (logs as before variants)."""
 

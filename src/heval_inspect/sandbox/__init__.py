@@ -6,18 +6,21 @@ from typing import Any
 
 import yaml
 
+from .bundle import executor_source
+
 SANDBOX_DIR = Path(__file__).parent
 COMPOSE_FILE = SANDBOX_DIR / "compose.yaml"
 # gVisor's: compose.yaml's sandbox under runsc, with what the executor needs there (its header).
 RUNSC_COMPOSE_FILE = SANDBOX_DIR / "compose.runsc.yaml"
 RUNTIME_VARIABLE = "HEVAL_SANDBOX_RUNTIME"
 SECCOMP_FILE = SANDBOX_DIR / "seccomp.json"  # the compose file names it
-EXECUTOR_SOURCE = (SANDBOX_DIR / "executor.py").read_text()
+# The executor package (sandbox/executor/), as the `python3 -I -c` source sent with each command.
+EXECUTOR_SOURCE = executor_source()
 
 # The reference harness gives each program 3 s of wall-clock time. Here the 3 s are the program's
-# own time: wall-clock time less the time it waited for a CPU (executor.py), the same on an idle
-# machine, and not shortened by a busy one. The plain wall-clock backstop only guards against a
-# kernel that does not report run delays, so it is generous.
+# own time: wall-clock time less the time it waited for a CPU (executor/clock.py), the same on an
+# idle machine, and not shortened by a busy one. The plain wall-clock backstop only guards against
+# a kernel that does not report run delays, so it is generous.
 DEFAULT_TIMEOUT = 3.0
 WALL_CLOCK_FACTOR = 10
 # The memory a program's processes may hold together, in MiB: the reference harness sets none,
@@ -41,7 +44,7 @@ CONTAINER_OWN_TASKS = 8
 EXECUTOR_GRACE_SECONDS = 10
 # Who the executor runs as in the container: root, with the few capabilities the compose file
 # grants, so that it can police the programs, which it runs as a user of the container's own
-# (executor.py).
+# (executor/places.py).
 EXECUTOR_USER = "0:0"
 
 

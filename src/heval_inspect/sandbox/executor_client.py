@@ -1,4 +1,4 @@
-"""The host's end of the executor in one pool container (`executor.py serve`, started with
+"""The host's end of the executor in one pool container (`executor serve`, started with
 `docker exec -i`): requests written to its input as JSON lines, up to PIPELINE_DEPTH at a time,
 and its verdicts read back in their order. An executor that dies, hangs, answers nonsense or
 finds residue is condemned: the requests waiting behind it are answered NOT_RUN, and only the

@@ -1,7 +1,7 @@
 """A pool of hardened sandbox containers (one compose project) and the programs it runs on them.
 
 The pool starts the sandbox's compose service a few times (as many as capacity.py says) and keeps
-one executor process (`executor.py serve`, reached through executor_client.py) inside each
+one executor process (`executor serve`, reached through executor_client.py) inside each
 container. A program goes to an idle container's executor, which runs it in a process of its own
 forked from the executor, as an unprivileged user, and afterwards removes everything it left
 (processes, files, IPC objects) and checks that the container is as it was. When that check finds
