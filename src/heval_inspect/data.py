@@ -118,9 +118,7 @@ class ProblemFile:
     path: Path
     sha256: str
     records: list[dict]
-    variant: VariantId = (
-        ORIGINAL_VARIANT  # the records are this variant of the file's (variants.py)
-    )
+    variant: VariantId = ORIGINAL_VARIANT  # the records are this variant of the file's (variants/)
 
     @property
     def source(self) -> str:
@@ -131,7 +129,7 @@ class ProblemFile:
 
 
 def variant_file(file: ProblemFile, variant: VariantId) -> ProblemFile:
-    """A problem file's problems as a variant (variants.py): the same file (path and SHA-256,
+    """A problem file's problems as a variant (variants/): the same file (path and SHA-256,
     which the log's provenance records), its records rebuilt, its samples' `source` naming the
     variant."""
     if variant.name == ORIGINAL:
