@@ -26,7 +26,8 @@ from inspect_ai.model import get_model
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.prompts import FIM_FORMATS
 from heval_inspect.tasks import humaneval, humaneval_infilling
-from heval_inspect.testing.perfect_model import CHAT_STYLES, PerfectModelServer
+from heval_inspect.testing.answers import CHAT_STYLES
+from heval_inspect.testing.perfect_model import PerfectModelServer
 
 COLUMNS = [*SUBSETS, "humaneval"]
 

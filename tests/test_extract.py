@@ -8,7 +8,7 @@ import pytest
 from heval_inspect.data import HUMANEVAL, SUBSETS, load_official
 from heval_inspect.extract import middle_from_chat, middle_from_fim
 from heval_inspect.prompts import FIM_FORMATS, fim_format, fim_prompt
-from heval_inspect.testing.perfect_model import CHAT_STYLES, chat_answer, fim_answer
+from heval_inspect.testing.answers import CHAT_STYLES, chat_answer, fim_answer
 
 EXACT_STYLES = [name for name, style in CHAT_STYLES.items() if style.exact]
 INEXACT_STYLES = [name for name, style in CHAT_STYLES.items() if not style.exact]

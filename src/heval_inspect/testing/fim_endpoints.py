@@ -34,7 +34,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 
 from ..prompts import FIM_FORMATS, fim_prompt
-from .perfect_model import GARBAGE, LocalServer, within_max_tokens
+from .answers import GARBAGE
+from .perfect_model import LocalServer, within_max_tokens
 
 Protocol = Literal["mistral", "openai", "ollama", "llama_cpp"]
 PROTOCOLS: tuple[Protocol, ...] = ("mistral", "openai", "ollama", "llama_cpp")
