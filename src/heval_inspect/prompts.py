@@ -1,6 +1,6 @@
 """What the model is asked: a chat prompt in words, or a raw fill-in-the-middle (FIM) prompt.
 
-Chat models see the code around the gap and are asked for the missing code (extract.py turns
+Chat models see the code around the gap and are asked for the missing code (extract/ turns
 their answer back into the gap's code). Base code models get the prompt they were trained on:
 the prefix and the suffix between their own special tokens, one row of `FIM_FORMATS` per family.
 """
@@ -54,7 +54,7 @@ class FimFormat:
 
     name: str  # the `fim_format` task argument
     layout: str
-    stop: tuple[str, ...]  # end of the middle: sent as stop sequences, and cut at by extract.py
+    stop: tuple[str, ...]  # end of the middle: sent as stop sequences, and cut at by extract/
     source: str  # where the layout and stop tokens are documented
 
     @property
