@@ -15,7 +15,7 @@ from heval_inspect.report.intervals import (
     rate_interval,
     spread,
 )
-from heval_inspect.report.render import p_value as shown_p
+from heval_inspect.report.numbers import p_value as shown_p
 
 
 def one_task_per_problem(values: list[float]):

@@ -26,9 +26,10 @@ from inspect_ai.scorer import match
 from scipy import stats
 
 from heval_inspect.data import HUMANEVAL, load_official
-from heval_inspect.report import ReportError, build_report, plots, runs
+from heval_inspect.report import ReportError, build_report, plots, reading
 from heval_inspect.report.failures import KINDS, kinds
-from heval_inspect.report.render import markdown, p_value, write_all
+from heval_inspect.report.numbers import p_value
+from heval_inspect.report.render import markdown, write_all
 from heval_inspect.schema import Cause
 from heval_inspect.tasks import humaneval
 
@@ -107,7 +108,7 @@ def test_a_log_of_another_task_is_refused_before_its_samples_are_read(tmp_path, 
     def parsed(file):
         raise AssertionError(f"{file}'s samples were read")
 
-    monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parsed)
+    monkeypatch.setattr(reading, "read_eval_log_sample_summaries", parsed)
     with pytest.raises(ReportError, match=r"not of one of heval_inspect's tasks: give only logs"):
         build_report([str(tmp_path)])
 
@@ -318,16 +319,16 @@ def test_a_log_read_once_is_read_again_only_when_it_changes(report_logs, tmp_pat
         raise AssertionError(f"{file}'s sample summaries were parsed again")
 
     # The same report again, from the table the first one kept: not one summary is parsed.
-    parse = runs.read_eval_log_sample_summaries
-    monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parsed_again)
+    parse = reading.read_eval_log_sample_summaries
+    monkeypatch.setattr(reading, "read_eval_log_sample_summaries", parsed_again)
     assert report_figures(build_report([str(log)])) == report_figures(first)
     # Kept by other code than this (another version of the package): not used.
     with monkeypatch.context() as other:
-        other.setattr(runs, "READER", "another reader")
+        other.setattr(reading, "READER", "another reader")
         with pytest.raises(AssertionError, match="parsed again"):
             build_report([str(log)])
     # A log rewritten in place (one failed sample now passes) is read again.
-    monkeypatch.setattr(runs, "read_eval_log_sample_summaries", parse)
+    monkeypatch.setattr(reading, "read_eval_log_sample_summaries", parse)
     edited = read_eval_log(str(log))
     score = next(
         s.scores["unit_tests"]

@@ -17,8 +17,10 @@ import pytest
 
 from heval_inspect.report import build_report, plots
 from heval_inspect.report.intervals import difference_interval, rate_interval, spread
-from heval_inspect.report.render import html_page, markdown, terminal
+from heval_inspect.report.page import html_page
+from heval_inspect.report.render import markdown
 from heval_inspect.report.stats import Figure
+from heval_inspect.report.terminal import terminal
 
 from .report_logs import EDGE_FAILING, EDGE_SHARD_LIMIT, edge_logs
 

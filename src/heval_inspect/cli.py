@@ -267,7 +267,8 @@ def _report(logs: list[str], out: str, baseline: str | None) -> int:
     from pathlib import Path
 
     from .report import build_report
-    from .report.render import terminal, write_all
+    from .report.render import write_all
+    from .report.terminal import terminal
 
     report = build_report(logs, baseline)
     terminal(report)

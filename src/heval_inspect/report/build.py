@@ -15,7 +15,8 @@ from .failures import (
     problem_texts,
 )
 from .intervals import rate_interval
-from .runs import ReportError, Run, read_runs
+from .reading import read_runs
+from .runs import ReportError, Run
 from .stats import (
     Comparison,
     Figure,
