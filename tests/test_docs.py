@@ -121,7 +121,7 @@ def test_the_readme_is_a_front_page():
 
 
 def test_every_task_argument_the_docs_pass_is_one_the_task_takes():
-    # What Inspect itself reads: the signature built at import (tasks.takes_task_arguments), not
+    # What Inspect itself reads: the signature built at import (arguments.takes_task_arguments), not
     # the source's `def`, which takes one TaskSettings.
     import inspect as python_inspect
 

@@ -55,6 +55,7 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageUser
 from inspect_ai.scorer import Score
 
+from .arguments import TaskArguments, TaskSettings, settings_of
 from .data import problem_for, read_completions
 from .errors import Interrupted, TaskArgumentError
 from .inspect_internals import EvalRecorder, log_compression_in_one_thread, open_log_file
@@ -65,7 +66,7 @@ from .schema import MIDDLE, PASSED, RUN_KEY, SCORER, TASK_PREFIX, EvalMetadata, 
 from .scorer import score_middle
 from .shard import Shard, parse_shard
 from .solvers import replayed
-from .tasks import TASKS, TaskArguments, TaskSettings, problem_of, settings_of
+from .tasks import TASKS, problem_of
 
 # Arguments that choose how answers are made or run, which this command does not: it replays
 # the completion file in the pool sandbox.
