@@ -89,10 +89,12 @@ CASE_CAUSES = {
     "dies by a real-time signal": {Cause.SIGNAL},
     "segfaults": {Cause.SIGNAL},
     # Its processes fill socket buffers, then sleep: it breaks two bounds, the container's memory
-    # and its 3 s, and is ended by the one it reaches first. That is the out-of-memory killer
-    # where the kernel hands it the container's memory in buffers within its 3 s (most runs),
-    # else its time limit (a fresh machine of CI's kind, once): both are right, and the verdict
-    # is the reference's "timed out" either way.
+    # and its time (TIMEOUT, 2 s), and is ended by the one it reaches first. The kernel hands it
+    # the container's memory in 0.5 to 3 s, as the machine goes: the out-of-memory killer or the
+    # time limit, both right, and the verdict is the reference's "timed out" either way. That the
+    # killer, once reached, takes the decoy or the program and never the executor is
+    # test_memory_in_socket_buffers_meets_the_out_of_memory_killer_not_the_executor's, with the
+    # time to reach it.
     "every process slot holds socket buffers": {Cause.MEMORY, Cause.TIME_LIMIT},
     "memory bomb": {Cause.MEMORY},
     "asks for 8 GiB at once": {Cause.MEMORY},
@@ -734,11 +736,6 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(
         buying_time -= set(RUNSC_CASES)
     assert len(stretched) >= len(buying_time), stretched
     assert max(stretched.values()) < bound, stretched
-    # The out-of-memory killer was reached (else the case proves nothing), and took the decoy,
-    # not the executor (above). The case whose fillers start fresh interpreters reaches it in
-    # 0.5 to 1.6 s here, so near its 2 s that it may run out of time first.
-    oom = scores["case/every process slot holds socket buffers"].metadata["reason"]
-    assert runtime == "runsc" or oom.startswith("killed by the out-of-memory killer"), oom
     # Open files: what one container's programs could hold at once.
     opening = got["case/opens every file it can in every process"]
     if runtime == "runc" or opening != "timed out":
@@ -781,3 +778,53 @@ def test_every_hostile_case_gets_its_verdict_and_harms_nothing(
     assert (tmp_path / "tmp" / "keep").read_text() == "host file"
     assert os.environ["HEVAL_HOST_CANARY"] == HOST_SECRET
     assert projects and project_containers(projects, stopped_too=True) == set()  # none is left
+
+
+# The cases that hold the container's memory in socket buffers (which no process's size shows),
+# each with time to spare, then the canonical answer: the kernel's out-of-memory killer must end
+# the case and take the decoy or the program's processes, never the executor, whose container
+# then runs the next program (the pool's one container). Under runc: gVisor's kernel has no
+# out-of-memory killer (its sandbox ends whole, and the pool replaces it: the hostile run's).
+MEMORY_CASES = (
+    "small processes hold the memory in socket buffers",
+    "every process slot holds socket buffers",
+)
+
+
+@pytest.mark.parametrize("sandbox", ["pool", "docker"])
+def test_memory_in_socket_buffers_meets_the_out_of_memory_killer_not_the_executor(
+    sandbox, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
+    problem = load_official(HUMANEVAL)[0]
+    rows = [
+        row
+        for name in MEMORY_CASES
+        for row in ((f"case/{name}", CASES[name][0]), (f"after/{name}", "CANONICAL"))
+    ]
+    problem_file, samples_file = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
+    problem_file.write_text("".join(json.dumps(problem | {"task_id": t}) + "\n" for t, _ in rows))
+    samples_file.write_text(
+        "".join(json.dumps({"task_id": t, "completion": expand(c)}) + "\n" for t, c in rows)
+    )
+    [log] = inspect_eval(
+        humaneval(
+            problem_file=str(problem_file),
+            samples=str(samples_file),
+            sandbox=sandbox,
+            timeout=20,  # it reaches the container's memory in 0.5 to 3 s
+            memory_limit=MEMORY_LIMIT["runc"],
+        ),
+        model="none",
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_samples=1,  # in the file's order: each case, then the canonical answer after it
+    )
+    assert log.status == "success", log.error
+    found = {str(s.id): s.scores["unit_tests"].metadata for s in log.samples}
+    for name in MEMORY_CASES:
+        case, after = found[f"case/{name}"], found[f"after/{name}"]
+        assert (case["verdict"], case["cause"]) == ("timed out", Cause.MEMORY.value), case
+        assert case["reason"].startswith("killed by the out-of-memory killer"), case
+        assert not case.get("containers_replaced"), case
+        assert (after["verdict"], after.get("containers_replaced")) == ("passed", None), after
