@@ -1,16 +1,17 @@
 """No verdict depends on how busy the machine is (docs/sandbox.md, *Timeouts*).
 
-Under a CPU load of three times the machine's cores (hogs in containers of their own),
-correct programs that spend their time computing, writing output (through `print`, and straight
-to file descriptor 2, which the executor drains), moving data through a pipe between two of
-their processes or items between two threads, and waiting for their own threads and child
-processes all pass, as they do on a
-quiet machine and under the reference on an idle one; programs that are wrong by time (a loop, a
-sleep, five seconds of CPU) still time out. Each correct program needs up to about a second of
-CPU; the test checks that the load was real (the machine's CPUs were busy at least 90% of the
-time while the programs ran) and, under runc, that it held programs back (the loop, to half as
-long again as its limit in wall-clock time), as it holds back the reference's wall-clock limit.
-In both sandboxes, under runc and runsc.
+Under a CPU load of three times the machine's cores (hogs in containers of their own), correct
+programs that spend their time computing, writing output (through `print`, and straight to file
+descriptor 2, which the executor drains), moving data through a pipe between two of their
+processes or items between two threads, and waiting for their own threads and child processes
+all pass, as they do on a quiet machine and under the reference on an idle one; programs that
+are wrong by time (a loop, a sleep, five seconds of CPU) still time out. Each correct program
+needs up to about a second of CPU on an idle machine under runc, up to two under gVisor
+(measured; its system calls cost more), so that what is tested is the load and not the limit.
+The test checks that the load was real (the machine's CPUs were busy at least 90% of the time
+while the programs ran) and, under runc, that it held programs back (the loop, to half as long
+again as its limit in wall-clock time), as it holds back the reference's wall-clock limit. In
+both sandboxes, under runc and runsc.
 """
 
 import json
@@ -40,12 +41,14 @@ CORRECT = {
     "500 MB straight to stderr": (
         "import posix\nchunk = b'y' * 65536\nfor _ in range(8000):\n    posix.write(2, chunk)\n"
     ),
-    "2 GB through a pipe between its processes": (
+    # A gigabyte: 2 GB took 3.2 s on an idle machine under gVisor (whose ptrace platform makes
+    # each of the pipe's system calls dear), past the limit by the runtime's cost alone.
+    "a gigabyte through a pipe between its processes": (
         "import posix\nr, w = posix.pipe()\nchild = posix.fork()\nif child == 0:\n"
-        "    posix.close(r)\n    chunk = b'z' * 65536\n    for _ in range(32000):\n"
+        "    posix.close(r)\n    chunk = b'z' * 65536\n    for _ in range(16000):\n"
         "        posix.write(w, chunk)\n    posix._exit(0)\nposix.close(w)\nreceived = 0\n"
         "while data := posix.read(r, 1 << 16):\n    received += len(data)\n"
-        "posix.waitpid(child, 0)\nassert received == 32000 * 65536, received\n"
+        "posix.waitpid(child, 0)\nassert received == 16000 * 65536, received\n"
     ),
     # Under gVisor a woken task shows asleep until it runs: two processes or threads that hand
     # work to each other are both found asleep while one waits for the host's CPU.
