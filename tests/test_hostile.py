@@ -609,7 +609,6 @@ def write_case_files(tmp_path, followed: bool) -> tuple[str, str]:
     """A problem file and its completions: a first probe, then each case, followed by a probe
     and the controls, or (`followed` false) by nothing, with one probe and the controls at the
     end."""
-    problem = load_official(HUMANEVAL)[0]
     rows = [("probe/before any case", PROBE)]
     followers = [("probe/{}", PROBE)] + [(f"control {c}/{{}}", t) for c, t in CONTROLS.items()]
     for name, (completion, _) in CASES.items():
@@ -618,6 +617,12 @@ def write_case_files(tmp_path, followed: bool) -> tuple[str, str]:
             rows += [(row.format(name), text) for row, text in followers]
     if not followed:
         rows += [(row.format("after every case"), text) for row, text in followers]
+    return write_rows(tmp_path, rows)
+
+
+def write_rows(tmp_path, rows: list[tuple[str, str]]) -> tuple[str, str]:
+    """A problem file of HumanEval/0 under each row's task id, and each row's completion."""
+    problem = load_official(HUMANEVAL)[0]
     problem_file, samples_file = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
     problem_file.write_text(
         "".join(json.dumps(problem | {"task_id": task_id}) + "\n" for task_id, _ in rows)
@@ -801,21 +806,16 @@ def test_the_containers_memory_taken_meets_the_out_of_memory_killer_not_the_exec
     sandbox, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("HEVAL_POOL_SIZE", "1")
-    problem = load_official(HUMANEVAL)[0]
     rows = [
         row
         for name in MEMORY_CASES
         for row in ((f"case/{name}", CASES[name][0]), (f"after/{name}", "CANONICAL"))
     ]
-    problem_file, samples_file = tmp_path / "problems.jsonl", tmp_path / "samples.jsonl"
-    problem_file.write_text("".join(json.dumps(problem | {"task_id": t}) + "\n" for t, _ in rows))
-    samples_file.write_text(
-        "".join(json.dumps({"task_id": t, "completion": expand(c)}) + "\n" for t, c in rows)
-    )
+    problem_file, samples_file = write_rows(tmp_path, rows)
     [log] = inspect_eval(
         humaneval(
-            problem_file=str(problem_file),
-            samples=str(samples_file),
+            problem_file=problem_file,
+            samples=samples_file,
             sandbox=sandbox,
             timeout=20,  # each reaches the container's memory in 0.5 to 3 s
             memory_limit=MEMORY_LIMIT["runc"],

@@ -22,7 +22,7 @@ LOADER = '''\
 import base64, sys, zlib
 from importlib.machinery import ModuleSpec
 
-_parts = zlib.decompress(base64.b64decode({payload!r})).decode().split("\\0")
+_parts = zlib.decompress(base64.b64decode({payload!r})).decode().split({separator!r})
 _sources = dict(zip(_parts[::2], _parts[1::2]))
 
 
@@ -64,7 +64,7 @@ def executor_source() -> str:
     modules = sorted(EXECUTOR_DIR.glob("*.py"))
     text = SEPARATOR.join(part for path in modules for part in (path.stem, path.read_text()))
     payload = base64.b64encode(zlib.compress(text.encode())).decode()
-    source = LOADER.format(payload=payload)
+    source = LOADER.format(payload=payload, separator=SEPARATOR)
     if len(source.encode()) >= ARGUMENT_LIMIT_BYTES:
         raise ValueError(
             f"The executor's source is {len(source.encode())} bytes, over the "
